@@ -1,0 +1,77 @@
+// Allocators of the runtime layer: LRU caching on top of a device's raw memory, and the HCQ allocator whose
+// copy-in/copy-out go through a ring of staging buffers on the device's copy queue.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "hcq/memory.hpp"
+
+namespace hcq {
+
+class Device;
+
+class Allocator {
+ public:
+  explicit Allocator(Device& dev) : dev_(dev) {}
+  virtual ~Allocator() = default;
+
+  // Throws InvalidArgument for size 0. On lack of memory empties the cache and retries once, then throws
+  // OutOfMemory naming the device, the size asked and the bytes in use.
+  Allocation alloc(uint64_t size, const BufferSpec& spec = {});
+  // Keeps the allocation cached for reuse unless spec.nolru, spec.zero or spec.external_ptr.
+  void free(const Allocation& a);
+  // Really frees everything cached (after synchronizing the device).
+  void free_cache();
+  uint64_t cached_bytes() const;
+
+  // Host <-> device and device <-> device copies. dst/src ranges must lie inside the allocations.
+  virtual void copyin(const Allocation& dst, uint64_t offset, std::span<const std::byte> src) = 0;
+  virtual void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) = 0;
+  // Copy from an allocation of (possibly) another device into dst.
+  virtual void transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                        uint64_t size) = 0;
+
+  Device& device() const { return dev_; }
+
+ protected:
+  Device& dev_;
+
+ private:
+  using Key = std::tuple<uint64_t, BufferSpec>;
+  mutable std::mutex mu_;
+  std::map<Key, std::vector<Allocation>> cache_;
+  uint64_t cached_bytes_ = 0;
+};
+
+// The HCQ allocator: staging ring for copy-in/out (each staging buffer reused only when the timeline passed its
+// stamp) and device-to-device transfer by the reference protocol (the source copy queue waits both timelines, the
+// destination waits the source).
+class HCQAllocator : public Allocator {
+ public:
+  struct Options {
+    uint64_t staging_size;  // bytes per staging buffer
+    uint32_t staging_count;
+  };
+  static constexpr Options kDefaultOptions{2u << 20, 4};
+  explicit HCQAllocator(Device& dev, Options opts = kDefaultOptions);
+  ~HCQAllocator() override;
+
+  void copyin(const Allocation& dst, uint64_t offset, std::span<const std::byte> src) override;
+  void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) override;
+  void transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                uint64_t size) override;
+
+ private:
+  struct Staging;
+  Options opts_;
+  std::vector<Staging> staging_;
+  uint32_t next_ = 0;
+  std::mutex mu_;
+};
+
+}  // namespace hcq

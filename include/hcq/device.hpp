@@ -1,0 +1,120 @@
+// Device: one GPU (or CPU) behind the HCQ interface. Owns the timeline, the allocator, and its hardware queues.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hcq/hw_queue.hpp"
+#include "hcq/memory.hpp"
+#include "hcq/program.hpp"
+#include "hcq/signal.hpp"
+
+namespace hcq {
+
+class Allocator;
+class Compiler;
+
+struct DeviceInfo {
+  std::string name;       // "CPU:0", "AMD:1", "SIM-NV:hopper"
+  std::string interface;  // "cpu", "kfd", "rm", "sim-kfd", ...
+  std::string arch;       // "x86_64", "gfx1100", "sm_90"
+  uint64_t memory_bytes = 0;
+  uint32_t compute_queues = 0;
+  uint32_t copy_queues = 0;
+  std::string driver_version;
+};
+
+// Host-visible device memory for kernel arguments (and other side data a queue points at). Freed blocks are held
+// until the timeline passes the value current at free time, then reused.
+struct SideBlock {
+  std::byte* host = nullptr;
+  uint64_t va = 0;
+  uint64_t size = 0;
+};
+
+// Ownership: devices are owned by the registry (or by a test) and live until closed; every queue, program and
+// allocation made from a device must be destroyed before it.
+class Device {
+ public:
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual DeviceInfo info() const = 0;
+
+  // ---- queues
+  virtual std::unique_ptr<HWQueue> new_queue(QueueKind kind) = 0;
+  std::unique_ptr<HWQueue> compute_queue() { return new_queue(QueueKind::compute); }
+  std::unique_ptr<HWQueue> copy_queue() { return new_queue(QueueKind::copy); }
+
+  // ---- timeline: timeline_value() is the next value to signal. A submission waits timeline_value()-1 and
+  // signals next_timeline_value() (which returns the value and advances it).
+  const Signal& timeline_signal() const { return timeline_.get(); }
+  uint64_t timeline_value() const { return timeline_value_; }
+  uint64_t next_timeline_value() { return timeline_value_++; }
+  // Waits for timeline_value()-1, re-raises a sticky error, frees side memory the device is done with, and past
+  // 2^31 swaps to the shadow timeline signal and restarts at 1 (32-bit compares on some GPUs).
+  void synchronize();
+  // For bring-up and tests: after a synchronize, restart the timeline at `next` (signal set to next-1).
+  void set_timeline_value(uint64_t next);
+  // Called after a timeline swap (e.g. the allocator resets its staging stamps).
+  void on_timeline_reset(std::function<void()> fn);
+
+  // ---- sticky error: the first fault the device reports; synchronize() rethrows it every time.
+  void record_error(std::exception_ptr e);
+  bool has_error() const;
+
+  // ---- memory
+  // Map fresh device memory at a new VA of the unified space. Throws OutOfMemory when the device has none.
+  virtual Allocation alloc_memory(uint64_t size, const BufferSpec& spec) = 0;
+  virtual void free_memory(const Allocation& a) = 0;
+  // Make `a` (owned by another device, or host memory) accessible from this device at the same VA.
+  virtual void map_memory(const Allocation& a);
+  // Bytes allocated through alloc_memory and not freed.
+  uint64_t bytes_in_use() const { return bytes_in_use_; }
+  Allocator& allocator() { return *allocator_; }
+
+  // Side memory for queues (kernargs, ...): see SideBlock.
+  SideBlock alloc_side(uint64_t size, uint64_t align = 16);
+  void free_side(const SideBlock& b);
+
+  // ---- programs
+  virtual Compiler& compiler() = 0;
+  // Loads a binary produced by compiler(); throws InvalidArgument (unknown kernel) or CompileError (bad image).
+  virtual std::unique_ptr<Program> load_program(const std::string& name, std::span<const uint8_t> binary) = 0;
+
+  // ---- clocks: what a signal's timestamp counts
+  virtual double ticks_to_us(uint64_t ticks) const = 0;
+
+  // Called by Signal waits that time out on this device: appends queue positions and similar to a message.
+  virtual std::string describe_state() const { return {}; }
+  // Waits on a signal this device writes; a timeout error is enriched with describe_state().
+  void wait_signal(const Signal& s, uint64_t value) const;
+
+ protected:
+  explicit Device(std::string name);
+  // Subclasses call this at the end of their constructor (it allocates through the backend).
+  void init_runtime(std::unique_ptr<Allocator> allocator);
+  void note_alloc(int64_t delta) { bytes_in_use_ += static_cast<uint64_t>(delta); }
+
+ private:
+  struct SidePool;
+  std::string name_;
+  OwnedSignal timeline_, shadow_;
+  uint64_t timeline_value_ = 1;
+  mutable std::mutex err_mu_;
+  std::exception_ptr error_;
+  std::vector<std::function<void()>> on_reset_;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<SidePool> side_;
+  uint64_t bytes_in_use_ = 0;
+};
+
+}  // namespace hcq

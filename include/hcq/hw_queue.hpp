@@ -1,0 +1,125 @@
+// HWQueue: a builder of command words for one hardware queue of one device. Built once, submitted many times.
+// Operands may be symbolic (Sym); submit(vars) rewrites only the patches whose variables changed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "hcq/patch.hpp"
+#include "hcq/signal.hpp"
+#include "hcq/sym.hpp"
+
+namespace hcq {
+
+class Device;
+class Program;
+
+enum class QueueKind : uint8_t { compute, copy };
+const char* to_string(QueueKind k);
+
+// Arguments of one kernel launch: buffer addresses (8 bytes each in the kernarg segment), then 32-bit values.
+struct LaunchArgs {
+  std::vector<Sym> bufs;
+  std::vector<Sym> vals;
+};
+
+enum class Width : uint8_t { b32 = 4, b64 = 8 };
+
+// Ownership: a queue belongs to its creator and refers to its Device, which must outlive it. Side memory it
+// allocates (kernargs, QMDs, the bound copy of its words) is returned to the device when the queue is destroyed,
+// and reused only once the device's timeline has passed every submission that could still read it.
+class HWQueue {
+ public:
+  virtual ~HWQueue();
+  HWQueue(const HWQueue&) = delete;
+  HWQueue& operator=(const HWQueue&) = delete;
+
+  // Block the queue until the signal's value >= value.
+  HWQueue& wait(const Signal& s, Sym value);
+  HWQueue& wait(Sym signal_addr, Sym value);
+  // End-of-pipe: everything before it has finished and its writes are visible; then writes value at +0 and the
+  // device clock at +8.
+  HWQueue& signal(const Signal& s, Sym value);
+  HWQueue& signal(Sym signal_addr, Sym value);
+  // Writes the device clock at the signal's +8, in order with the queue.
+  HWQueue& timestamp(const Signal& s);
+  // Launch `program` over `global` workgroups of `local` threads. Compute queues only.
+  HWQueue& exec(const Program& program, const LaunchArgs& args, Dims global, Dims local);
+  // Copy `size` bytes between device addresses. Copy queues (and compute queues, where the device allows).
+  HWQueue& copy(Sym dst, Sym src, uint64_t size);
+  // Make host writes to device memory visible to what follows (and flush/invalidate device caches).
+  HWQueue& memory_barrier();
+  // Store a value at a device address, in order with the queue.
+  HWQueue& write(Sym addr, Sym value, Width width = Width::b32);
+  // Block until the 32-bit word at addr has every bit of mask set (set=true) or clear (set=false).
+  HWQueue& poll_bit(Sym addr, uint32_t mask, bool set);
+
+  // Copy the built words into device memory so that submit only patches and points the ring at them.
+  HWQueue& bind();
+  // Patch what changed and hand the commands to the hardware queue. The first submit finalizes the queue: no more
+  // commands may be added. Resubmitting with changed variables while an earlier submission of the same queue may
+  // still read its words or side memory waits for that submission first (patching is never racy).
+  void submit(std::span<const uint64_t> vars = {});
+
+  Device& device() const { return dev_; }
+  QueueKind kind() const { return kind_; }
+  bool bound() const { return bound_; }
+  size_t num_commands() const { return num_commands_; }
+  std::span<const uint32_t> words() const { return words_; }
+  const PatchList& patches() const { return patches_; }
+
+ protected:
+  HWQueue(Device& dev, QueueKind kind);
+
+  // Backend encoders. They append to words_ with emit*() and record symbolic operands with patch_word() or, for
+  // side memory, patches_.add(value, {PatchList::kAbsolute, ptr, ...}).
+  virtual void encode_wait(Sym signal_addr, Sym value) = 0;
+  virtual void encode_signal(Sym signal_addr, Sym value) = 0;
+  virtual void encode_timestamp(Sym signal_addr) = 0;
+  virtual void encode_exec(const Program& program, const LaunchArgs& args, const Dims& global, const Dims& local) = 0;
+  virtual void encode_copy(Sym dst, Sym src, uint64_t size) = 0;
+  virtual void encode_memory_barrier() = 0;
+  virtual void encode_write(Sym addr, Sym value, Width width) = 0;
+  virtual void encode_poll_bit(Sym addr, uint32_t mask, bool set) = 0;
+  // Copy words_ into device memory and return where they now live (host pointer), or throw.
+  virtual std::byte* bind_words(std::span<const uint32_t> words) = 0;
+  // Hand the (patched) commands to the hardware: copy words into the ring, or point the ring at the bound copy.
+  virtual void submit_words() = 0;
+  // Block until the device has finished the submission numbered `seq` of this queue (see completion_addr()).
+  virtual void wait_for_completion(uint64_t seq);
+
+  // Emit helpers.
+  void emit(uint32_t w) { words_.push_back(w); }
+  void emit64(uint64_t v) {
+    words_.push_back(static_cast<uint32_t>(v));
+    words_.push_back(static_cast<uint32_t>(v >> 32));
+  }
+  // Emits a word (or two for u64) holding `value`, patched when symbolic.
+  void emit_sym32(Sym value, uint8_t shift = 0);
+  void emit_sym64(Sym value);
+  // Records a patch of `value` into word `index` of this queue (it follows the words when bound).
+  void patch_word(size_t index, Sym value, PatchList::Kind kind, uint8_t shift = 0, uint8_t lo_bit = 0,
+                  uint8_t nbits = 32);
+  // The 8-byte host-visible word into which the queue's completion write stores its submission number.
+  uint64_t completion_addr() const;
+
+  std::vector<uint32_t> words_;
+  PatchList patches_;
+  uint32_t words_region_;
+
+ private:
+  void check_open_for_build();
+  void finalize();
+
+  Device& dev_;
+  QueueKind kind_;
+  bool bound_ = false;
+  bool finalized_ = false;
+  size_t num_commands_ = 0;
+  uint64_t seq_ = 0;  // submissions so far
+  OwnedSignal completion_;  // value = last completed submission number (only for queues with in-place patches)
+};
+
+}  // namespace hcq

@@ -1,0 +1,56 @@
+// Program: a kernel loaded on a device, and an eager launch that follows the timeline protocol.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "hcq/sym.hpp"
+
+namespace hcq {
+
+class Device;
+
+struct LaunchLimits {
+  uint32_t max_threads_per_group = 1024;      // product of local dims
+  uint32_t max_local[3] = {1024, 1024, 64};   // per dim
+  uint32_t max_global[3] = {0x7fffffff, 65535, 65535};
+};
+
+// Ownership: created by Device::load_program, owned by the caller; the Device must outlive it. Destroying it
+// while launches are in flight waits for the device first.
+class Program {
+ public:
+  virtual ~Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const std::string& name() const { return name_; }
+  Device& device() const { return dev_; }
+  uint32_t num_bufs() const { return num_bufs_; }
+  uint32_t num_vals() const { return num_vals_; }
+  const LaunchLimits& limits() const { return limits_; }
+
+  // Throws InvalidArgument for the wrong number of buffers/values or dims outside limits() (zero included).
+  void check_launch(size_t nbufs, size_t nvals, const uint32_t global[3], const uint32_t local[3]) const;
+
+  // Eager launch: builds a queue (wait timeline-1, [timestamp], exec, [timestamp], signal timeline), submits it.
+  // With wait=true, blocks until done and returns the kernel's device time in seconds.
+  std::optional<double> operator()(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals,
+                                   std::array<uint32_t, 3> global, std::array<uint32_t, 3> local,
+                                   bool wait = false) const;
+
+ protected:
+  Program(Device& dev, std::string name, uint32_t num_bufs, uint32_t num_vals, LaunchLimits limits)
+      : dev_(dev), name_(std::move(name)), num_bufs_(num_bufs), num_vals_(num_vals), limits_(limits) {}
+
+ private:
+  Device& dev_;
+  std::string name_;
+  uint32_t num_bufs_, num_vals_;
+  LaunchLimits limits_;
+};
+
+}  // namespace hcq

@@ -1,0 +1,30 @@
+// The device registry: devices by name, opened lazily, closed at exit. The only place that knows every driver.
+// Names: CPU[:n], AMD[:n], NV[:n], SIM-AMD:<gfx target>, SIM-NV:<arch>, CUDA[:n].
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hcq {
+
+class Device;
+
+// Opens (once) and returns the named device. An empty name means HCQ_DEVICE, or else the first device that opens
+// in the fixed probe order (AMD, NV, CUDA, CPU). Throws InvalidArgument for an unknown name (listing the known
+// ones) and the driver's error (UnsupportedDriver, OsError, ...) when the device cannot open.
+Device& open_device(std::string_view name = {});
+
+// Name patterns the registry knows, for messages and `hcq info`.
+std::vector<std::string> known_device_patterns();
+
+// Every device name that opens on this machine (opening them). Order: probe order.
+std::vector<std::string> available_devices();
+
+// Why a known device kind is absent here: {name pattern, reason}. Empty reason means it opened.
+std::vector<std::pair<std::string, std::string>> probe_report();
+
+// Closes every open device (synchronizing first). Called at exit; callable by tests.
+void close_all_devices();
+
+}  // namespace hcq
