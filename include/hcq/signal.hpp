@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,10 @@ class Signal {
   // restarts whenever the value moves. On timeout throws TimeoutError naming the label, address, expected and
   // current value.
   void wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout = {}) const;
+  // As above; `check` runs between sleeps (about every millisecond once sleeping) and may throw to abort the wait,
+  // e.g. when the device that should write the signal has faulted.
+  void wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
+            const std::function<void()>& check) const;
 
   // Who uses this signal, for messages: e.g. "CPU:0 timeline".
   const std::string& label() const;
