@@ -85,10 +85,10 @@ class HWQueue {
   virtual void encode_poll_bit(Sym addr, uint32_t mask, bool set) = 0;
   // Copy words_ into device memory and return where they now live (host pointer), or throw.
   virtual std::byte* bind_words(std::span<const uint32_t> words) = 0;
-  // Hand the (patched) commands to the hardware: copy words into the ring, or point the ring at the bound copy.
-  virtual void submit_words() = 0;
-  // Block until the device has finished the submission numbered `seq` of this queue (see completion_addr()).
-  virtual void wait_for_completion(uint64_t seq);
+  // Hand the (patched) commands to the hardware: copy words into the ring, or point the ring at the bound copy,
+  // then, in the ring itself (never in the bound copy), a 64-bit write of `seq` to `completion_addr`; then ring the
+  // doorbell. The write tells the queue when this submission has finished reading its words and side memory.
+  virtual void submit_words(uint64_t completion_addr, uint64_t seq) = 0;
 
   // Emit helpers.
   void emit(uint32_t w) { words_.push_back(w); }
@@ -102,9 +102,6 @@ class HWQueue {
   // Records a patch of `value` into word `index` of this queue (it follows the words when bound).
   void patch_word(size_t index, Sym value, PatchList::Kind kind, uint8_t shift = 0, uint8_t lo_bit = 0,
                   uint8_t nbits = 32);
-  // The 8-byte host-visible word into which the queue's completion write stores its submission number.
-  uint64_t completion_addr() const;
-
   std::vector<uint32_t> words_;
   PatchList patches_;
   uint32_t words_region_;
@@ -118,8 +115,8 @@ class HWQueue {
   bool bound_ = false;
   bool finalized_ = false;
   size_t num_commands_ = 0;
-  uint64_t seq_ = 0;  // submissions so far
-  OwnedSignal completion_;  // value = last completed submission number (only for queues with in-place patches)
+  uint64_t seq_ = 0;         // submissions so far
+  OwnedSignal completion_;  // value = number of the last submission the device finished
 };
 
 }  // namespace hcq

@@ -35,8 +35,7 @@ class PatchList {
   uint32_t add_region(std::byte* base);
   void set_base(uint32_t region, std::byte* base);
 
-  // Records that `value` lives at `where`. A constant is written at once and not recorded. A Sym on
-  // kInternalVar goes to the internal list, written by apply_internal().
+  // Records that `value` lives at `where`. A constant is written at once and not recorded.
   void add(Sym value, Location where);
 
   // Writes every patch whose variable changed since the last apply (all of them on the first apply, or after
@@ -44,12 +43,12 @@ class PatchList {
   void apply(std::span<const uint64_t> vars);
   // True if apply(vars) would write anything.
   bool would_change(std::span<const uint64_t> vars) const;
-  void apply_internal(uint64_t value);
   void invalidate();
 
   size_t size() const;
   bool empty() const { return size() == 0; }
-  bool has_internal() const { return !internal_.empty(); }
+  // True if any patch targets region kAbsolute (side memory the device reads in place).
+  bool has_absolute() const { return absolute_count_ != 0; }
 
  private:
   struct Patch {
@@ -65,8 +64,8 @@ class PatchList {
   std::vector<std::vector<Patch>> by_var_;  // indexed by variable id
   std::vector<uint64_t> last_;              // value each variable had at the last apply
   std::vector<uint8_t> seen_;               // whether last_[i] is valid
-  std::vector<Patch> internal_;
   size_t count_ = 0;
+  size_t absolute_count_ = 0;
 };
 
 }  // namespace hcq

@@ -14,9 +14,6 @@ struct Var {
   uint16_t id;
 };
 
-// Reserved for the queue's own bookkeeping (its completion sequence). Never valid in a caller's Sym.
-inline constexpr uint16_t kInternalVar = 0xffff;
-
 // value = (var ? vars[var] : 0) + add, with 64-bit wrap-around. A constant has no variable.
 struct Sym {
   int32_t var = -1;
