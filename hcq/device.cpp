@@ -1,1 +1,127 @@
-// (being written)
+// Device: the timeline protocol, the sticky error, and the runtime pieces every backend shares.
+#include "hcq/device.hpp"
+
+#include "hcq/allocator.hpp"
+#include "hcq/error.hpp"
+#include "side_pool.hpp"
+
+namespace hcq {
+namespace {
+
+// Some GPUs compare signal values in 32 bits: restart the timeline well before it could wrap.
+constexpr uint64_t kTimelineSwapAt = uint64_t{1} << 31;
+
+}  // namespace
+
+Device::Device(std::string name) : name_(std::move(name)) {}
+
+// The subclass has stopped its hardware and, through shutdown_runtime(), given its memory back. What is left here
+// (signals, the allocator object, an empty side pool) goes without calling into the backend.
+Device::~Device() = default;
+
+void Device::init_runtime(std::unique_ptr<Allocator> allocator) {
+  timeline_ = OwnedSignal(0, name_ + " timeline");
+  shadow_ = OwnedSignal(0, name_ + " timeline shadow");
+  timeline_value_ = 1;
+  allocator_ = std::move(allocator);
+  side_ = std::make_unique<SidePool>(*this);
+}
+
+void Device::shutdown_runtime() noexcept {
+  if (!side_) return;
+  try {
+    synchronize();
+  } catch (...) {
+    // A faulted or hung device still has to be torn down; what it did not finish is lost either way.
+  }
+  try {
+    if (allocator_) allocator_->free_cache();
+  } catch (...) {
+  }
+  try {
+    side_->release_chunks();
+  } catch (...) {
+  }
+  side_.reset();
+}
+
+void Device::synchronize() {
+  if (!side_) throw Error(cat(name_, ": synchronize before init_runtime"));
+  wait_signal(timeline_, timeline_value_ - 1);
+  {
+    std::lock_guard lock(err_mu_);
+    if (error_) std::rethrow_exception(error_);
+  }
+  side_->reclaim_all();
+  if (timeline_value_ > kTimelineSwapAt) {
+    // The device is idle: nothing can still wait on the old signal, so switch to the shadow and start over.
+    std::swap(timeline_, shadow_);
+    timeline_->set_value(0);
+    timeline_value_ = 1;
+    for (const auto& fn : on_reset_) fn();
+  }
+}
+
+void Device::set_timeline_value(uint64_t next) {
+  if (next == 0) throw InvalidArgument(cat(name_, ": timeline value must be >= 1 (it is the next value to signal)"));
+  if (!side_) throw Error(cat(name_, ": set_timeline_value before init_runtime"));
+  // Let what was submitted finish first: side blocks and staging stamps refer to the old numbering.
+  wait_signal(timeline_, timeline_value_ - 1);
+  side_->reclaim_all();
+  timeline_->set_value(next - 1);
+  timeline_value_ = next;
+  for (const auto& fn : on_reset_) fn();
+}
+
+void Device::on_timeline_reset(std::function<void()> fn) { on_reset_.push_back(std::move(fn)); }
+
+void Device::record_error(std::exception_ptr e) {
+  std::lock_guard lock(err_mu_);
+  if (!error_) error_ = std::move(e);  // the first fault is the cause; later ones are usually its echoes
+}
+
+bool Device::has_error() const {
+  std::lock_guard lock(err_mu_);
+  return error_ != nullptr;
+}
+
+void Device::map_memory(const Allocation&) {
+  // Default: host-visible memory in this same process needs no mapping.
+}
+
+SideBlock Device::alloc_side(uint64_t size, uint64_t align) {
+  if (!side_) throw Error(cat(name_, ": alloc_side before init_runtime"));
+  return side_->alloc(size, align);
+}
+
+void Device::free_side(const SideBlock& b) {
+  if (!side_) return;  // after shutdown_runtime every side block has already gone back to the device
+  side_->free(b);
+}
+
+void Device::release_after_timeline(OwnedSignal s) {
+  if (side_) side_->release_later(std::move(s));
+  // else: after shutdown_runtime the device is idle and stopped; s is released right here.
+}
+
+void Device::wait_signal(const Signal& s, uint64_t value) const { wait_signal_for(s, value, std::nullopt); }
+
+void Device::wait_signal(const Signal& s, uint64_t value, std::chrono::milliseconds timeout) const {
+  wait_signal_for(s, value, timeout);
+}
+
+void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const {
+  // A fault makes the wait fail at once rather than after the whole timeout.
+  auto check = [this] {
+    std::lock_guard lock(err_mu_);
+    if (error_) std::rethrow_exception(error_);
+  };
+  try {
+    s.wait(value, timeout, check);
+  } catch (const TimeoutError& e) {
+    std::string state = describe_state();
+    throw TimeoutError(cat(e.what(), " on ", name_, state.empty() ? "" : "; ", state));
+  }
+}
+
+}  // namespace hcq

@@ -1,1 +1,154 @@
-// (being written)
+// Signal handles and the host-side wait: poll briefly (a GPU usually answers within microseconds), yield a little,
+// then sleep with backoff so that a long wait does not burn a core.
+#include "hcq/signal.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/process.hpp"
+#include "hcq/signal_pool.hpp"
+
+namespace hcq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kSpinTime = std::chrono::microseconds(20);
+constexpr auto kYieldTime = std::chrono::microseconds(200);
+constexpr auto kFirstSleep = std::chrono::microseconds(5);
+constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+inline uint64_t load_acquire(uint64_t* p) { return std::atomic_ref<uint64_t>(*p).load(std::memory_order_acquire); }
+
+}  // namespace
+
+// Handles are passed and copied on hot paths: keep them a pointer and two words.
+static_assert(sizeof(Signal) == 16);
+
+Signal Signal::create(uint64_t initial, std::string label) {
+  return process().signals.acquire(initial, std::move(label));
+}
+
+uint64_t* Signal::checked_ptr() const {
+  if (pool_ == nullptr) [[unlikely]]
+    throw InvalidArgument("use of an empty signal handle (default-constructed or released)");
+  return pool_->ptr(slot_, gen_);
+}
+
+uint64_t Signal::value() const { return load_acquire(checked_ptr()); }
+
+void Signal::set_value(uint64_t v) const {
+  std::atomic_ref<uint64_t>(*checked_ptr()).store(v, std::memory_order_release);
+}
+
+uint64_t Signal::timestamp() const { return load_acquire(checked_ptr() + 1); }
+
+uint64_t Signal::addr() const { return reinterpret_cast<uint64_t>(checked_ptr()); }
+
+uint64_t* Signal::host_ptr() const { return checked_ptr(); }
+
+void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout) const {
+  wait(target, timeout, {});
+}
+
+void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
+                  const std::function<void()>& check) const {
+  uint64_t* p = checked_ptr();
+  uint64_t seen = load_acquire(p);
+  if (seen >= target) return;
+
+  const auto limit = timeout.value_or(knobs::wait_timeout());
+  auto moved_at = Clock::now();
+
+  // Phase 1: spin. Reading the clock costs more than a pause, so look at it only every 64 polls.
+  const auto spin_until = moved_at + std::min<Clock::duration>(kSpinTime, limit);
+  do {
+    for (int i = 0; i < 64; ++i) {
+      cpu_relax();
+      if (load_acquire(p) >= target) return;
+    }
+  } while (Clock::now() < spin_until);
+
+  // Phase 2: yield. On a machine with fewer cores than busy threads, the thread that will write the signal may be
+  // waiting for ours; a short sleep would cost the timer slack (~50 us) where a yield hands the core over at once.
+  const auto yield_until = moved_at + std::min<Clock::duration>(kYieldTime, limit);
+  while (Clock::now() < yield_until) {
+    std::this_thread::yield();
+    if (load_acquire(p) >= target) return;
+  }
+
+  // Phase 3: sleep with exponential backoff; the timeout counts from the last time the value moved.
+  auto sleep = std::chrono::duration_cast<Clock::duration>(kFirstSleep);
+  for (;;) {
+    uint64_t now_value = load_acquire(p);
+    if (now_value >= target) return;
+    const auto now = Clock::now();
+    if (now_value != seen) {
+      seen = now_value;
+      moved_at = now;
+      sleep = kFirstSleep;  // it is moving: look again soon
+    } else if (now - moved_at >= limit) {
+      throw TimeoutError(cat("timeout after ", limit.count(), " ms waiting for signal \"", label(), "\" at ",
+                             hex(reinterpret_cast<uint64_t>(p)), " to reach >= ", target, " (current ", now_value,
+                             ")"));
+    }
+    if (check) check();
+    pool_->ptr(slot_, gen_);  // throws if someone released the signal while we waited
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min<Clock::duration>(sleep * 2, kMaxSleep);
+  }
+}
+
+const std::string& Signal::label() const {
+  static const std::string empty;
+  return pool_ == nullptr ? empty : pool_->label(slot_);
+}
+
+void Signal::set_label(std::string label) const {
+  if (pool_ == nullptr) throw InvalidArgument("set_label on an empty signal handle");
+  pool_->set_label(slot_, std::move(label));
+}
+
+bool Signal::valid() const { return pool_ != nullptr && pool_->is_live(slot_, gen_); }
+
+void Signal::release() {
+  if (pool_ == nullptr) throw InvalidArgument("release of an empty signal handle");
+  pool_->release(slot_, gen_);
+  *this = Signal();
+}
+
+namespace {
+
+// Owners release on destruction and reassignment; a slot already released through a copy of the handle has
+// nothing left to give back, and a destructor must not throw.
+void release_if_live(Signal& s) noexcept {
+  if (!s.valid()) return;
+  try {
+    s.release();
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+OwnedSignal& OwnedSignal::operator=(OwnedSignal&& o) noexcept {
+  if (this != &o) {
+    release_if_live(sig_);
+    sig_ = o.sig_;
+    o.sig_ = Signal();
+  }
+  return *this;
+}
+
+OwnedSignal::~OwnedSignal() { release_if_live(sig_); }
+
+}  // namespace hcq

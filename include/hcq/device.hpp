@@ -1,11 +1,13 @@
 // Device: one GPU (or CPU) behind the HCQ interface. Owns the timeline, the allocator, and its hardware queues.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -97,15 +99,27 @@ class Device {
   virtual std::string describe_state() const { return {}; }
   // Waits on a signal this device writes; a timeout error is enriched with describe_state().
   void wait_signal(const Signal& s, uint64_t value) const;
+  // As above with an explicit timeout instead of HCQ_WAIT_TIMEOUT_MS.
+  void wait_signal(const Signal& s, uint64_t value, std::chrono::milliseconds timeout) const;
 
  protected:
   explicit Device(std::string name);
-  // Subclasses call this at the end of their constructor (it allocates through the backend).
+  // Subclasses call this at the end of their constructor (it allocates through the backend). A null allocator is
+  // allowed for minimal devices (tests); allocator() must not be used then.
   void init_runtime(std::unique_ptr<Allocator> allocator);
+  // Subclasses call this first in their destructor, while the hardware still runs and free_memory() still works:
+  // it synchronizes (errors ignored), empties the allocator's cache and gives side memory back. ~Device cannot do
+  // it: by then the subclass's free_memory() is gone. Idempotent.
+  void shutdown_runtime() noexcept;
   void note_alloc(int64_t delta) { bytes_in_use_ += static_cast<uint64_t>(delta); }
 
  private:
+  friend class HWQueue;
   struct SidePool;
+  // Keeps a signal the device may still write (a queue's completion signal) until the timeline passes the value
+  // current now, then releases it: its slot must not go to a new owner while a late write can land there.
+  void release_after_timeline(OwnedSignal s);
+  void wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const;
   std::string name_;
   OwnedSignal timeline_, shadow_;
   uint64_t timeline_value_ = 1;

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "hcq/patch.hpp"
+#include "hcq/program.hpp"
 #include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
 
@@ -107,6 +109,12 @@ class HWQueue {
   uint32_t words_region_;
 
  private:
+  // Symbolic launch dims are only known at submit; they are checked there, before anything is patched.
+  struct LaunchCheck {
+    std::string program;  // its name, for messages (the Program itself may go before the queue)
+    Dims global, local;
+    LaunchLimits limits;
+  };
   void check_open_for_build();
   void finalize();
 
@@ -115,8 +123,11 @@ class HWQueue {
   bool bound_ = false;
   bool finalized_ = false;
   size_t num_commands_ = 0;
+  bool tracked_ = false;     // bound or patches side memory: resubmits must know when the last one finished
   uint64_t seq_ = 0;         // submissions so far
-  OwnedSignal completion_;  // value = number of the last submission the device finished
+  OwnedSignal completion_;  // value = number of the last submission the device finished (only when tracked_)
+  uint64_t completion_addr_ = 0;
+  std::vector<LaunchCheck> launch_checks_;
 };
 
 }  // namespace hcq

@@ -10,7 +10,8 @@ namespace hcq::knobs {
 
 // HCQ_DEVICE: the default device name.
 std::optional<std::string> device();
-// HCQ_WAIT_TIMEOUT_MS: default signal wait timeout (default 30000).
+// HCQ_WAIT_TIMEOUT_MS: default signal wait timeout (default 30000). Read once, at first use: waits are hot.
+// The other knobs are read at each call.
 std::chrono::milliseconds wait_timeout();
 // HCQ_ASSERT_COMPILE=1: any real compile throws (the cache must serve).
 bool assert_compile();

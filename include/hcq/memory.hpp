@@ -58,6 +58,7 @@ class VaSpace {
   mutable std::mutex mu_;
   std::map<uint64_t, uint64_t> free_;  // start -> length, coalesced
   std::map<uint64_t, uint64_t> used_;  // start -> length
+  uint64_t in_use_ = 0;                // sum of used_ lengths
 };
 
 }  // namespace hcq

@@ -41,7 +41,7 @@ class PatchList {
   // Writes every patch whose variable changed since the last apply (all of them on the first apply, or after
   // invalidate()). Throws InvalidArgument, before writing anything, if a patch's variable has no value.
   void apply(std::span<const uint64_t> vars);
-  // True if apply(vars) would write anything.
+  // True if apply(vars) would write anything. Throws like apply() when a variable has no value.
   bool would_change(std::span<const uint64_t> vars) const;
   void invalidate();
 
@@ -58,12 +58,14 @@ class PatchList {
     uint64_t offset;
     uint64_t add;
   };
-  void write(const Patch& p, uint64_t value) const;
+  void write(const Patch& p, uint64_t var_value) const;
+  [[noreturn]] void throw_missing(std::span<const uint64_t> vars) const;
 
   std::vector<std::byte*> bases_{nullptr};
   std::vector<std::vector<Patch>> by_var_;  // indexed by variable id
   std::vector<uint64_t> last_;              // value each variable had at the last apply
   std::vector<uint8_t> seen_;               // whether last_[i] is valid
+  int32_t max_var_ = -1;                    // highest variable id with patches: apply checks vars covers it
   size_t count_ = 0;
   size_t absolute_count_ = 0;
 };

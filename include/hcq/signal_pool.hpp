@@ -1,9 +1,10 @@
 // The process-wide pool behind Signal: pages of 16-byte slots in the unified VA space, mapped into every device.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ class SignalPool {
     virtual void map_signal_page(void* addr, size_t size) = 0;
     virtual void unmap_signal_page(void* addr, size_t size) = 0;
   };
+  // Mappers are called with the pool's lock held: they must not call back into the pool.
 
   SignalPool(VaSpace& va, Os& os);
   ~SignalPool();
@@ -38,6 +40,8 @@ class SignalPool {
   void set_label(uint32_t slot, std::string label);
   bool is_live(uint32_t slot, uint32_t gen) const;
 
+  // add_mapper maps every existing page into m (and later pages as they come); remove_mapper unmaps them all from
+  // m again. A device adds itself when it opens and removes itself before it goes away.
   void add_mapper(PageMapper* m);
   void remove_mapper(PageMapper* m);
   size_t live_count() const;
@@ -46,14 +50,21 @@ class SignalPool {
   static constexpr size_t kSlotBytes = 16;
 
  private:
+  static constexpr size_t kSlotsPerPage = kPageSize / kSlotBytes;
+  static constexpr size_t kMaxPages = 4096;  // 16 Mi signals; the lookup table is sized once so readers need no lock
   struct Meta;
-  void grow();  // mu_ held
+  struct Page;
+  const Page* page_of(uint32_t slot) const;  // nullptr for a slot never handed out
+  void grow();                               // mu_ held
 
   VaSpace& va_;
   Os& os_;
   mutable std::mutex mu_;
-  std::vector<void*> pages_;
-  std::deque<Meta> meta_;  // stable addresses: readers index it without the lock
+  // Pages are published into table_ (release) only once complete and never move or go away before the pool, so
+  // value()/ptr() index table_ without the lock. A std::deque would not do: its push_back may reallocate the index
+  // that a concurrent reader walks.
+  std::unique_ptr<std::atomic<Page*>[]> table_;
+  std::vector<std::unique_ptr<Page>> pages_;
   std::vector<uint32_t> free_;
   std::vector<PageMapper*> mappers_;
   size_t live_ = 0;
