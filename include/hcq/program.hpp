@@ -3,10 +3,12 @@
 
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {
@@ -51,6 +53,9 @@ class Program {
   std::string name_;
   uint32_t num_bufs_, num_vals_;
   LaunchLimits limits_;
+  // Timed launches (wait=true) reuse these two signals instead of taking fresh ones from the pool every call.
+  mutable std::mutex timing_mu_;
+  mutable OwnedSignal timing_start_, timing_end_;
 };
 
 }  // namespace hcq
