@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this):
+#   1. release build, warnings as errors (build/)        -> every test
+#   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
+#   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
+# and ends with one line "N passed, N failed", summed over every run; the exit status is non-zero on any failure.
+#
+# usage: scripts/test.sh [--quick]      --quick: only step 1
+# environment: HCQ_JOBS (default 2) build parallelism; HCQ_TEST_TIMEOUT (default 900) seconds per test run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  -h | --help)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "test.sh: unknown argument '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
+
+scripts/setup.sh
+
+jobs=${HCQ_JOBS:-2}
+run_timeout=${HCQ_TEST_TIMEOUT:-900}
+
+# Tests that run threads of their own or drive a device's worker threads: the conformance suite (every device),
+# the CPU device's own tests (ring, commands, device, registry), the signal, queue and timeline tests, the buffer
+# tests (copies run on the CPU device's queues, across two devices too), device shutdown (joins the workers), and
+# the LRU cache's concurrent test. What is left (patch engine, VA space, compile cache, symbols) is single-threaded
+# and covered by the other two builds.
+TSAN_FILTER='*Conformance*:Cpu*:*Signal*:*Queue*:*Timeline*:Buffer.*:DeviceShutdown*:LruCache.Concurrent*'
+
+# Sanitizer reports stop the run at once, with a stack. Options the caller set come last, so they win.
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+
+# The compile cache is shared by every run of the suite, and kept away from the user's own (.cache/ is ignored).
+export HCQ_CACHE_DIR="${HCQ_CACHE_DIR:-$PWD/.cache/hcq-test}"
+
+total_passed=0
+total_failed=0
+script_start=$SECONDS
+
+summary_and_exit() {
+  echo "total time $((SECONDS - script_start)) s"
+  echo "$total_passed passed, $total_failed failed"
+  if [[ $total_failed -eq 0 ]]; then exit 0; else exit 1; fi
+}
+
+# build <dir> <meson options...>: configures (or reconfigures, when the options changed) and builds.
+build() {
+  local dir=$1
+  shift
+  local start=$SECONDS
+  local log=.cache/logs/$dir.log  # .cache/ is git-ignored; the build dir may not exist yet
+  mkdir -p .cache/logs
+  if [[ -f $dir/build.ninja ]]; then
+    meson setup --reconfigure "$dir" "$@" >"$log" 2>&1 || { cat "$log"; return 1; }
+  else
+    meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; return 1; }
+  fi
+  ninja -C "$dir" -j "$jobs" >>"$log" 2>&1 || { grep -v '^\[' "$log" | tail -60; return 1; }
+  echo "   built $dir in $((SECONDS - start)) s"
+}
+
+# count_results <json> <log> <exit status>: prints "passed failed skipped" for one run of hcq-tests.
+# gtest writes the JSON report only when it finishes; after a crash or a timeout the log is counted instead
+# (a test that started and never reported OK or SKIPPED counted as failed). A run that reported no failure but
+# still exited non-zero (a leak report at exit, a crash in a destructor) counts one failure more.
+count_results() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import json, re, sys
+report, log, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+passed = failed = skipped = 0
+try:
+    with open(report) as f:
+        doc = json.load(f)
+    for suite in doc.get("testsuites", []):
+        for test in suite.get("testsuite", []):
+            if test.get("status") == "NOTRUN":
+                continue
+            if test.get("failures"):
+                failed += 1
+            elif test.get("result") == "SKIPPED":
+                skipped += 1
+            else:
+                passed += 1
+except (OSError, ValueError):
+    text = open(log, errors="replace").read()
+    started = len(re.findall(r"^\[ RUN      \]", text, re.M))
+    passed = len(re.findall(r"^\[       OK \]", text, re.M))
+    skipped = len(re.findall(r"^\[  SKIPPED \] \S+\.\S+", text, re.M))
+    failed = max(started - passed - skipped, 0)
+if status != 0 and failed == 0:
+    failed = 1
+print(passed, failed, skipped)
+EOF
+}
+
+# run_tests <label> <build dir> [gtest args...]: runs hcq-tests, prints its failures and a one-line result.
+run_tests() {
+  local label=$1 dir=$2
+  shift 2
+  local binary=$dir/tests/hcq-tests report=$dir/test-report.json log=$dir/test-log.txt
+  local start=$SECONDS status=0
+  rm -f "$report"
+  timeout --kill-after=30 "$run_timeout" "$binary" --gtest_output="json:$report" "$@" </dev/null >"$log" 2>&1 ||
+    status=$?
+  local passed failed skipped
+  read -r passed failed skipped < <(count_results "$report" "$log" "$status")
+  if [[ $failed -ne 0 ]]; then
+    # The failing tests' own output, then gtest's list of them; the whole log stays in $log.
+    grep -E -A40 '^\[  FAILED  \]|^(==[0-9]+==|WARNING: ThreadSanitizer|SUMMARY:)|runtime error:' "$log" | head -200 || true
+    if [[ $status -eq 124 || $status -eq 137 ]]; then
+      echo "   $label: timed out after $run_timeout s"
+    fi
+    if [[ ! -f $report ]]; then
+      echo "   $label: no report (crashed?); last lines of $log:"
+      tail -30 "$log"
+    fi
+  fi
+  echo "== $label: $passed passed, $failed failed, $skipped skipped, $((SECONDS - start)) s (exit $status, log $log)"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+# step <label> <build dir> <meson options> -- <gtest args>
+step() {
+  local label=$1 dir=$2
+  shift 2
+  local meson_opts=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    meson_opts+=("$1")
+    shift
+  done
+  if [[ $# -gt 0 ]]; then shift; fi  # the --
+  echo "== $label: building $dir"
+  if ! build "$dir" "${meson_opts[@]}"; then
+    echo "== $label: build failed"
+    total_failed=$((total_failed + 1))
+    summary_and_exit
+  fi
+  run_tests "$label" "$dir" "$@"
+}
+
+step release build -Dbuildtype=release -Dwerror=true --
+if [[ $quick -eq 0 ]]; then
+  # -O1 with debug info and assertions on: what the sanitizers recommend, readable stacks, and a third less compile
+  # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not
+  # worth sanitizing.
+  sanitizer_build=(-Doptimization=1 -Ddebug=true -Db_ndebug=false -Db_lundef=false -Dbenchmarks=disabled)
+  step asan+ubsan build-asan "${sanitizer_build[@]}" -Db_sanitize=address,undefined --
+  step tsan build-tsan "${sanitizer_build[@]}" -Db_sanitize=thread -- \
+    --gtest_filter="$TSAN_FILTER"
+fi
+summary_and_exit

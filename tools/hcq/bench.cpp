@@ -1,0 +1,422 @@
+// `hcq bench`: the numbers issue 2 sets targets for, per device.
+//   launch_us    an empty kernel launched eagerly (Program::operator(): build a queue, submit) until the host sees
+//                its timeline value; median and p99 after warm-up. launch_bound_us is the same round trip for a
+//                bound queue resubmitted with the timeline values patched: the path a replayed graph takes.
+//   enqueue_ns   host cost per command: (a) building a fresh queue and submitting it, (b) resubmitting a bound
+//                queue with every variable changed. Completion is awaited outside the timed region.
+//   copy_gbps    64 MiB host->device, device->host, device->device through Buffer and the device's allocator,
+//                next to memcpy_gbps: a plain host memcpy of the same size in the same run, the yardstick.
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_kernels.hpp"
+#include "commands.hpp"
+#include "format.hpp"
+#include "hcq/buffer.hpp"
+#include "hcq/compiler.hpp"
+#include "hcq/device.hpp"
+#include "hcq/error.hpp"
+#include "hcq/hw_queue.hpp"
+#include "hcq/program.hpp"
+#include "hcq/registry.hpp"
+#include "json_writer.hpp"
+#include "stats.hpp"
+
+namespace hcq::tool {
+namespace {
+
+constexpr const char* kBenchHelp =
+    "usage: hcq bench [--device D] [--json] [--quick]\n"
+    "\n"
+    "Measures, on every device that opens (or only on D):\n"
+    "  launch_us    empty kernel, eager launch to completion seen by the host: median and p99\n"
+    "               (launch_bound_us: the same through a bound queue with patched timeline values)\n"
+    "  enqueue_ns   host cost per command: fresh queue (build + submit), bound queue resubmitted with patched\n"
+    "               variables\n"
+    "  copy_gbps    64 MiB h2d, d2h, d2d through Buffer, each beside memcpy_gbps (host memcpy, same run)\n"
+    "Targets (issue 2) are printed beside the numbers.\n"
+    "\n"
+    "  --device D   only device D (e.g. CPU, CPU:1)\n"
+    "  --json       one JSON document: {\"devices\": [{\"name\", \"launch_us\", \"launch_bound_us\", \"enqueue_ns\",\n"
+    "               \"copy_gbps\", \"memcpy_gbps\", \"errors\"}]}\n"
+    "  --quick      fewer repetitions (a smoke test, not a measurement)\n"
+    "\n"
+    "exit status: 0 all measured, 1 some device or measurement failed (the others are still reported),\n"
+    "2 bad command line.\n";
+
+using Clock = std::chrono::steady_clock;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Targets from issue 2. The launch target is the CPU device's; the others hold for every device.
+constexpr double kCpuLaunchMedianTargetUs = 2.0;
+constexpr double kBoundEnqueueTargetNs = 50.0;
+constexpr double kCopyToMemcpyTarget = 0.80;
+
+struct Config {
+  int launch_warmup = 500;
+  int launch_runs = 20000;
+  int enqueue_warmup = 20;
+  int enqueue_runs = 300;
+  int execs_per_queue = 64;
+  int copy_runs = 21;  // a 64 MiB copy takes milliseconds: enough runs for a stable median
+  uint64_t copy_bytes = 64ull << 20;
+
+  static Config quick() {
+    Config c;
+    c.launch_warmup = 50;
+    c.launch_runs = 1000;
+    c.enqueue_warmup = 5;
+    c.enqueue_runs = 30;
+    c.copy_runs = 2;
+    return c;
+  }
+};
+
+struct DeviceResult {
+  std::string name;
+  std::string interface;  // empty when the device did not open
+  double launch_median_us = kNaN, launch_p99_us = kNaN;
+  double launch_bound_median_us = kNaN, launch_bound_p99_us = kNaN;
+  double enqueue_fresh_ns = kNaN, enqueue_bound_ns = kNaN;
+  double h2d_gbps = kNaN, d2h_gbps = kNaN, d2d_gbps = kNaN, memcpy_gbps = kNaN;
+  std::vector<std::string> errors;  // "<measurement>: <message>"
+};
+
+double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+double gbps(uint64_t bytes, double us) { return static_cast<double>(bytes) / (us * 1e3); }
+
+struct BenchPrograms {
+  std::unique_ptr<Program> empty;
+  std::unique_ptr<Program> args;  // one buffer, one value
+};
+
+BenchPrograms load_programs(Device& dev, const std::string& interface) {
+  std::optional<BenchKernels> kernels = bench_kernels_for(interface);
+  if (!kernels) {
+    throw Error(cat("no bench kernels for device interface '", interface,
+                    "' (add them to tools/hcq/bench_kernels.cpp)"));
+  }
+  Compiler& compiler = dev.compiler();
+  BenchPrograms p;
+  p.empty = dev.load_program(BenchKernels::kEmptyName, compiler.compile_cached(kernels->empty_source));
+  p.args = dev.load_program(BenchKernels::kArgsName, compiler.compile_cached(kernels->args_source));
+  return p;
+}
+
+// Eager launches of the empty kernel, each awaited by the host.
+void measure_launch(Device& dev, const Program& empty, const Config& cfg, DeviceResult& r) {
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(cfg.launch_runs));
+  for (int i = 0; i < cfg.launch_warmup + cfg.launch_runs; ++i) {
+    const auto t0 = Clock::now();
+    empty({}, {}, {1, 1, 1}, {1, 1, 1});
+    dev.wait_signal(dev.timeline_signal(), dev.timeline_value() - 1);
+    const auto t1 = Clock::now();
+    if (i >= cfg.launch_warmup) samples.push_back(elapsed_us(t0, t1));
+  }
+  dev.synchronize();
+  r.launch_median_us = median(samples);
+  r.launch_p99_us = quantile(samples, 0.99);
+}
+
+// One bound queue, [wait timeline][exec empty][signal timeline], resubmitted with the two timeline values patched.
+void measure_launch_bound(Device& dev, const Program& empty, const Config& cfg, DeviceResult& r) {
+  const Var wait_value{0}, signal_value{1};
+  std::unique_ptr<HWQueue> q = dev.compute_queue();
+  q->wait(dev.timeline_signal(), wait_value)
+      .exec(empty, {}, {1, 1, 1}, {1, 1, 1})
+      .signal(dev.timeline_signal(), signal_value)
+      .bind();
+
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(cfg.launch_runs));
+  for (int i = 0; i < cfg.launch_warmup + cfg.launch_runs; ++i) {
+    const uint64_t value = dev.next_timeline_value();
+    const std::array<uint64_t, 2> vars{value - 1, value};
+    const auto t0 = Clock::now();
+    q->submit(vars);
+    dev.wait_signal(dev.timeline_signal(), value);
+    const auto t1 = Clock::now();
+    if (i >= cfg.launch_warmup) samples.push_back(elapsed_us(t0, t1));
+  }
+  dev.synchronize();
+  r.launch_bound_median_us = median(samples);
+  r.launch_bound_p99_us = quantile(samples, 0.99);
+}
+
+// (a) A fresh queue each time: create, wait, N execs with constant arguments, signal, submit.
+void measure_enqueue_fresh(Device& dev, const Program& args_program, uint64_t buffer_va, const Config& cfg,
+                           DeviceResult& r) {
+  const LaunchArgs args{{Sym(buffer_va)}, {Sym(7)}};
+  std::vector<double> per_command_ns;
+  for (int i = 0; i < cfg.enqueue_warmup + cfg.enqueue_runs; ++i) {
+    const uint64_t value = dev.next_timeline_value();
+    const auto t0 = Clock::now();
+    std::unique_ptr<HWQueue> q = dev.compute_queue();
+    q->wait(dev.timeline_signal(), value - 1);
+    for (int k = 0; k < cfg.execs_per_queue; ++k) q->exec(args_program, args, {1, 1, 1}, {1, 1, 1});
+    q->signal(dev.timeline_signal(), value);
+    q->submit();
+    const auto t1 = Clock::now();
+    dev.wait_signal(dev.timeline_signal(), value);
+    if (i >= cfg.enqueue_warmup) {
+      per_command_ns.push_back(elapsed_us(t0, t1) * 1e3 / static_cast<double>(q->num_commands()));
+    }
+  }  // each queue is destroyed here, outside the timed region
+  dev.synchronize();
+  r.enqueue_fresh_ns = median(per_command_ns);
+}
+
+// (b) Built once with symbolic buffer, value and global size in every exec, bound, then resubmitted with all of
+// them (and the timeline values) changed each time: the submit rewrites every patch.
+void measure_enqueue_bound(Device& dev, const Program& args_program, std::array<uint64_t, 2> buffer_vas,
+                           const Config& cfg, DeviceResult& r) {
+  const Var wait_value{0}, signal_value{1}, buffer{2}, scalar{3}, global_x{4};
+  std::unique_ptr<HWQueue> q = dev.compute_queue();
+  const LaunchArgs args{{Sym(buffer)}, {Sym(scalar)}};
+  q->wait(dev.timeline_signal(), wait_value);
+  for (int k = 0; k < cfg.execs_per_queue; ++k) q->exec(args_program, args, {Sym(global_x), 1, 1}, {1, 1, 1});
+  q->signal(dev.timeline_signal(), signal_value);
+  q->bind();
+
+  std::vector<double> per_command_ns;
+  for (int i = 0; i < cfg.enqueue_warmup + cfg.enqueue_runs; ++i) {
+    const uint64_t value = dev.next_timeline_value();
+    const auto odd = static_cast<uint64_t>(i & 1);
+    const std::array<uint64_t, 5> vars{value - 1, value, buffer_vas[odd], static_cast<uint64_t>(i), 1 + odd};
+    const auto t0 = Clock::now();
+    q->submit(vars);
+    const auto t1 = Clock::now();
+    dev.wait_signal(dev.timeline_signal(), value);
+    if (i >= cfg.enqueue_warmup) {
+      per_command_ns.push_back(elapsed_us(t0, t1) * 1e3 / static_cast<double>(q->num_commands()));
+    }
+  }
+  dev.synchronize();
+  r.enqueue_bound_ns = median(per_command_ns);
+}
+
+template <class Fn>
+double median_gbps(uint64_t bytes, int runs, Fn&& copy_once) {
+  std::vector<double> samples;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    copy_once();
+    const auto t1 = Clock::now();
+    samples.push_back(gbps(bytes, elapsed_us(t0, t1)));
+  }
+  return median(samples);
+}
+
+void measure_copies(Device& dev, const Config& cfg, DeviceResult& r) {
+  const uint64_t n = cfg.copy_bytes;
+  // Host memory is touched before timing (the vectors are zero-filled), so no run pays for page faults.
+  std::vector<std::byte> host_src(n), host_dst(n);
+  for (uint64_t i = 0; i < n; i += 8) std::memcpy(&host_src[i], &i, sizeof i);
+  Buffer a(dev, n), b(dev, n);
+
+  // Warm-up that also proves the path moves the right bytes: h2d, d2d, d2h, compare.
+  a.copyin(std::span<const std::byte>(host_src));
+  b.copy_from(a);
+  b.copyout(std::span<std::byte>(host_dst));
+  dev.synchronize();
+  if (std::memcmp(host_src.data(), host_dst.data(), n) != 0) {
+    throw DeviceFault(cat(dev.name(), ": bytes read back after h2d, d2d, d2h differ from those written (",
+                          n, " bytes)"));
+  }
+
+  // Each copy is timed to completion on the device: synchronize is inside the timed region.
+  r.h2d_gbps = median_gbps(n, cfg.copy_runs, [&] {
+    a.copyin(std::span<const std::byte>(host_src));
+    dev.synchronize();
+  });
+  r.d2h_gbps = median_gbps(n, cfg.copy_runs, [&] {
+    a.copyout(std::span<std::byte>(host_dst));
+    dev.synchronize();
+  });
+  r.d2d_gbps = median_gbps(n, cfg.copy_runs, [&] {
+    b.copy_from(a);
+    dev.synchronize();
+  });
+  r.memcpy_gbps = median_gbps(n, cfg.copy_runs, [&] { std::memcpy(host_dst.data(), host_src.data(), n); });
+  // Reading the result keeps the compiler from dropping the memcpy whose destination is otherwise unused.
+  if (std::memcmp(host_src.data(), host_dst.data(), n) != 0) throw Error("host memcpy produced different bytes");
+}
+
+// Runs `measure` and records its failure under `what` instead of letting it end the device's other measurements.
+template <class Fn>
+void attempt(DeviceResult& r, const char* what, Fn&& measure) {
+  try {
+    measure();
+  } catch (const std::exception& e) {
+    r.errors.push_back(cat(what, ": ", e.what()));
+  }
+}
+
+DeviceResult bench_device(const std::string& name, const Config& cfg) {
+  DeviceResult r;
+  r.name = name;
+  Device* dev = nullptr;
+  attempt(r, "open", [&] {
+    dev = &open_device(name);
+    r.interface = dev->info().interface;
+    r.name = dev->name();
+  });
+  if (dev == nullptr) return r;
+
+  std::optional<BenchPrograms> programs;
+  attempt(r, "kernels", [&] { programs = load_programs(*dev, r.interface); });
+  if (programs) {
+    attempt(r, "launch_us", [&] { measure_launch(*dev, *programs->empty, cfg, r); });
+    attempt(r, "launch_bound_us", [&] { measure_launch_bound(*dev, *programs->empty, cfg, r); });
+    attempt(r, "enqueue_ns", [&] {
+      // Two small buffers whose addresses the bound queue alternates between.
+      Buffer x(*dev, 4096), y(*dev, 4096);
+      measure_enqueue_fresh(*dev, *programs->args, x.va(), cfg, r);
+      measure_enqueue_bound(*dev, *programs->args, {x.va(), y.va()}, cfg, r);
+    });
+  }
+  attempt(r, "copy_gbps", [&] { measure_copies(*dev, cfg, r); });
+  return r;
+}
+
+void print_json(const std::vector<DeviceResult>& results) {
+  JsonWriter w;
+  w.begin_object().key("devices").begin_array();
+  for (const DeviceResult& r : results) {
+    w.begin_object().field("name", r.name);
+    w.key("launch_us").begin_object().field("median", r.launch_median_us).field("p99", r.launch_p99_us).end_object();
+    w.key("launch_bound_us")
+        .begin_object()
+        .field("median", r.launch_bound_median_us)
+        .field("p99", r.launch_bound_p99_us)
+        .end_object();
+    w.key("enqueue_ns")
+        .begin_object()
+        .field("fresh", r.enqueue_fresh_ns)
+        .field("bound_patched", r.enqueue_bound_ns)
+        .end_object();
+    w.key("copy_gbps")
+        .begin_object()
+        .field("h2d", r.h2d_gbps)
+        .field("d2h", r.d2h_gbps)
+        .field("d2d", r.d2d_gbps)
+        .end_object();
+    w.field("memcpy_gbps", r.memcpy_gbps);
+    w.key("errors").begin_array();
+    for (const std::string& e : r.errors) w.value(e);
+    w.end_array().end_object();
+  }
+  w.end_array().end_object();
+  std::printf("%s\n", w.str().c_str());
+}
+
+// One row of the human table: device, metric, value, target, whether it is met.
+void print_row(const DeviceResult& r, const char* metric, const std::string& value, const std::string& target = "",
+               std::optional<bool> met = std::nullopt) {
+  std::printf("%s%s%s%s%s\n", pad(r.name, 10).c_str(), pad(metric, 26).c_str(), pad(value, 20).c_str(),
+              pad(target, 18).c_str(), met ? (*met ? "yes" : "NO") : "");
+}
+
+void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
+  std::printf("%s%s%s%s%s\n", pad("DEVICE", 10).c_str(), pad("METRIC", 26).c_str(), pad("VALUE", 20).c_str(),
+              pad("TARGET", 18).c_str(), "MET");
+  for (const DeviceResult& r : results) {
+    if (r.interface.empty()) {  // it did not open: there is nothing but the reason to show
+      for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 10).c_str(), e.c_str());
+      continue;
+    }
+    auto met = [](double value, bool ok) { return std::isfinite(value) ? std::optional<bool>(ok) : std::nullopt; };
+    if (r.interface == "cpu") {
+      print_row(r, "launch_us median", fixed(r.launch_median_us, 2), "<= 2 us",
+                met(r.launch_median_us, r.launch_median_us <= kCpuLaunchMedianTargetUs));
+    } else {
+      print_row(r, "launch_us median", fixed(r.launch_median_us, 2));
+    }
+    print_row(r, "launch_us p99", fixed(r.launch_p99_us, 2));
+    print_row(r, "launch_bound_us median", fixed(r.launch_bound_median_us, 2));
+    print_row(r, "launch_bound_us p99", fixed(r.launch_bound_p99_us, 2));
+    print_row(r, "enqueue_ns fresh", fixed(r.enqueue_fresh_ns, 1));
+    print_row(r, "enqueue_ns bound_patched", fixed(r.enqueue_bound_ns, 1), "<= 50 ns",
+              met(r.enqueue_bound_ns, r.enqueue_bound_ns <= kBoundEnqueueTargetNs));
+    const std::pair<const char*, double> copies[] = {
+        {"copy_gbps h2d", r.h2d_gbps}, {"copy_gbps d2h", r.d2h_gbps}, {"copy_gbps d2d", r.d2d_gbps}};
+    for (auto [metric, value] : copies) {
+      const double ratio = value / r.memcpy_gbps;
+      std::string shown = fixed(value, 2);
+      // Rounded down, so that a ratio shown as 80% never fails the 80% target.
+      if (std::isfinite(ratio)) shown += " (" + fixed(std::floor(ratio * 100), 0) + "% memcpy)";
+      print_row(r, metric, shown, ">= 80% memcpy", met(ratio, ratio >= kCopyToMemcpyTarget));
+    }
+    print_row(r, "memcpy_gbps", fixed(r.memcpy_gbps, 2), "(yardstick)");
+    for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 10).c_str(), e.c_str());
+  }
+  std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n",
+              cfg.launch_runs, cfg.enqueue_runs, cfg.execs_per_queue, human_bytes(cfg.copy_bytes).c_str(),
+              cfg.copy_runs);
+}
+
+}  // namespace
+
+int run_bench(std::span<const std::string_view> args) {
+  bool json = false, quick = false;
+  std::optional<std::string> only_device;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--device") {
+      if (i + 1 >= args.size()) return usage_error("bench: --device needs a device name", "bench");
+      only_device = std::string(args[++i]);
+    } else if (a.starts_with("--device=")) {
+      only_device = std::string(a.substr(std::string_view("--device=").size()));
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kBenchHelp, stdout);
+      return kExitOk;
+    } else {
+      return usage_error("bench: unknown option '" + std::string(a) + "'", "bench");
+    }
+  }
+  const Config cfg = quick ? Config::quick() : Config{};
+
+  std::vector<std::string> names;
+  if (only_device) {
+    names.push_back(*only_device);
+  } else {
+    names = available_devices();
+    if (names.empty()) {
+      std::fprintf(stderr, "hcq bench: no device opened; 'hcq info' says why\n");
+      return kExitFailure;
+    }
+  }
+
+  std::vector<DeviceResult> results;
+  bool all_ok = true;
+  for (const std::string& name : names) {
+    if (!json) std::fprintf(stderr, "benchmarking %s ...\n", name.c_str());
+    results.push_back(bench_device(name, cfg));
+    all_ok = all_ok && results.back().errors.empty();
+  }
+  if (json) {
+    print_json(results);
+  } else {
+    print_table(results, cfg);
+  }
+  return all_ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace hcq::tool
