@@ -14,7 +14,8 @@ namespace hcq {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kSpinTime = std::chrono::microseconds(20);
+// Short on purpose: when the writer (a queue worker) shares our core, every microsecond spun here delays it.
+constexpr auto kSpinTime = std::chrono::microseconds(3);
 constexpr auto kYieldTime = std::chrono::microseconds(200);
 constexpr auto kFirstSleep = std::chrono::microseconds(5);
 constexpr auto kMaxSleep = std::chrono::microseconds(1000);
