@@ -1,0 +1,192 @@
+// PM4 encoders. Each packet is built from the layouts in pm4_facts (the decoder reads the same ones), with the
+// register addresses and cache recipes of the target's tables.
+#include "amd/encode.hpp"
+#include "hcq/error.hpp"
+
+namespace hcq::amd {
+namespace {
+
+using namespace pm4;
+
+// A field of a layout, by name, resolved once per layout (the names are checked by the round-trip tests).
+const Field& F(const Layout& l, std::string_view name) { return *l.find(name); }
+
+}  // namespace
+
+void Pm4Encoder::release_mem(uint32_t cache_bits, DataSel data_sel, IntSel int_sel, Sym addr, Sym data,
+                             uint32_t ctxid) {
+  const Layout& l = *t_.pm4->release_mem;
+  w_.u32(header(RELEASE_MEM, l.words - 1));
+  w_.u32(F(l, "event_type").place(CACHE_FLUSH_AND_INV_TS_EVENT) | F(l, "event_index").place(kEventIndexEndOfPipe) |
+         cache_bits);
+  w_.u32(F(l, "dst_sel").place(0) | F(l, "int_sel").place(int_sel) | F(l, "data_sel").place(data_sel));
+  w_.sym64(addr);
+  w_.sym64(data);
+  w_.u32(ctxid);
+}
+
+void Pm4Encoder::acquire_mem(uint32_t cache_control) {
+  const Layout& l = *t_.pm4->acquire_mem;
+  w_.u32(header(ACQUIRE_MEM, l.words - 1));
+  // Whole address space: size all ones within the field widths. tinygrad writes 0xffffffff into COHER_SIZE_HI, whose
+  // field is 8 bits (nvd.h PACKET3_ACQUIRE_MEM__COHER_SIZE_HI & 0xFF); we follow the header and write 0xff.
+  const uint32_t size_hi = F(l, "coher_size_hi").mask();
+  if (t_.pm4->acquire_has_gcr) {
+    w_.u32(0);  // CP_COHER_CNTL: unused when GCR_CNTL is given
+    w_.u32(0xffffffffu);
+    w_.u32(size_hi);
+    w_.u64(0);  // base
+    w_.u32(t_.pm4->acquire_poll_interval);
+    w_.u32(cache_control);
+  } else {
+    w_.u32(cache_control);
+    w_.u32(0xffffffffu);
+    w_.u32(size_hi);
+    w_.u64(0);
+    w_.u32(t_.pm4->acquire_poll_interval);
+  }
+}
+
+void Pm4Encoder::wait_reg_mem(WaitFunction fn, Sym addr, Sym ref, uint32_t mask, uint32_t poll_interval) {
+  const Layout& l = kWaitRegMemMem;
+  w_.u32(header(WAIT_REG_MEM, l.words - 1));
+  w_.u32(F(l, "function").place(fn) | F(l, "mem_space").place(1) | F(l, "operation").place(0) |
+         F(l, "engine_sel").place(0));
+  w_.sym64(addr);
+  w_.sym32(ref);
+  w_.u32(mask);
+  w_.u32(F(l, "poll_interval").place(poll_interval));
+}
+
+void Pm4Encoder::hdp_flush() {
+  // The CP writes the mask to HDP_FLUSH_REQ, then polls HDP_FLUSH_DONE until (DONE & mask) == mask: Linux's
+  // emit_hdp_flush for compute rings (function "equal", poll interval 0x20). tinygrad polls with ">=" against
+  // 0xffffffff, which a 12-bit DONE register can only satisfy on a lenient mock; we follow the kernel.
+  const Layout& l = kWaitRegMemReg;
+  w_.u32(header(WAIT_REG_MEM, l.words - 1));
+  w_.u32(F(l, "function").place(FN_EQ) | F(l, "mem_space").place(0) | F(l, "operation").place(1) |
+         F(l, "engine_sel").place(0));
+  w_.u32(F(l, "poll_reg").place(t_.hdp_flush_req));
+  w_.u32(F(l, "write_reg2").place(t_.hdp_flush_done));
+  w_.u32(t_.hdp_flush_mask);
+  w_.u32(t_.hdp_flush_mask);
+  w_.u32(F(l, "poll_interval").place(0x20));
+}
+
+void Pm4Encoder::event_write(uint32_t event_type, uint32_t event_index) {
+  const Layout& l = kEventWrite;
+  w_.u32(header(EVENT_WRITE, l.words - 1));
+  w_.u32(F(l, "event_type").place(event_type) | F(l, "event_index").place(event_index));
+}
+
+void Pm4Encoder::set_sh_header(uint32_t reg, uint32_t count) {
+  w_.u32(header(SET_SH_REG, count + 1));
+  w_.u32(F(kSetShReg, "reg_offset").place(reg - kShRegBase));
+}
+
+void Pm4Encoder::signal(Sym addr, Sym value) {
+  release_mem(t_.pm4->release_flush_all, DATA_32_LOW, INT_NONE, addr, value, 0);
+}
+
+void Pm4Encoder::signal_event(Sym mailbox_addr, uint32_t event_id) {
+  // Ordered after the value write by the pipeline; no flush needed for the mailbox. The context id routes the
+  // interrupt to the event on every generation (tinygrad zeroes it on GC 9, which makes KFD scan all events).
+  release_mem(0, DATA_32_LOW, INT_AFTER_WRITE_CONFIRM, mailbox_addr, event_id, event_id);
+}
+
+void Pm4Encoder::wait(Sym addr, Sym value) { wait_reg_mem(FN_GE, addr, value, 0xffffffffu, 4); }
+
+void Pm4Encoder::poll_bits(Sym addr, uint32_t mask, uint32_t ref) { wait_reg_mem(FN_EQ, addr, ref, mask, 4); }
+
+void Pm4Encoder::write(Sym addr, Sym value, bool b64) {
+  release_mem(0, b64 ? DATA_64 : DATA_32_LOW, INT_NONE, addr, value, 0);
+}
+
+void Pm4Encoder::timestamp(Sym addr) {
+  // An end-of-pipe event first, so the clock is read after all prior work; then the clock write; then an acquire so
+  // later packets see it. tinygrad's first RELEASE_MEM asks for an interrupt (int_sel 2) with nothing written and no
+  // context id: an interrupt no one waits for. We send none.
+  release_mem(0, DATA_NONE, INT_NONE, 0u, 0u, 0);
+  release_mem(0, DATA_GPU_CLOCK, INT_NONE, addr, 0u, 0);
+  acquire_mem(t_.pm4->acquire_all);
+}
+
+void Pm4Encoder::memory_barrier() {
+  hdp_flush();
+  acquire_mem(t_.pm4->acquire_all);
+}
+
+void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
+  const ComputeRegs& r = t_.cregs;
+  acquire_mem(t_.pm4->acquire_exec);
+
+  set_sh_header(r.pgm_lo, 2);  // COMPUTE_PGM_LO/HI: the code address >> 8
+  w_.sym32(a.code_addr, 8);
+  w_.sym32(a.code_addr, 40);
+  set_sh_header(r.rsrc1, 2);  // RSRC1, RSRC2
+  w_.u32(k.rsrc1);
+  w_.u32(k.rsrc2);
+  set_sh_header(r.rsrc3, 1);
+  w_.u32(k.rsrc3);
+  set_sh_header(r.tmpring_size, 1);
+  w_.u32(a.tmpring_size);
+  set_sh_header(r.scratch_base_lo, 2);  // architected flat scratch base >> 8
+  w_.sym32(a.scratch_addr, 8);
+  w_.sym32(a.scratch_addr, 40);
+  set_sh_header(r.restart_x, 3);
+  w_.u32(0);
+  w_.u32(0);
+  w_.u32(0);
+  // User SGPRs in AMDHSA order: [dispatch packet pointer], kernarg segment pointer.
+  set_sh_header(r.user_data_0, k.dispatch_ptr ? 4 : 2);
+  if (k.dispatch_ptr) w_.sym64(a.dispatch_packet_addr);
+  w_.sym64(a.kernarg_addr);
+  set_sh_header(r.resource_limits, 1);
+  w_.u32(a.resource_limits);
+
+  // START_X/Y/Z, NUM_THREAD_X/Y/Z, PIPELINESTAT_ENABLE, PERFCOUNT_ENABLE are consecutive.
+  const Register* num_thread = t_.regs->find(r.num_thread_x);
+  const Field& full = num_thread->fields[0];  // num_thread_full
+  set_sh_header(r.start_x, 8);
+  w_.u32(0);
+  w_.u32(0);
+  w_.u32(0);
+  for (const Sym& l : a.local) w_.sym_field(0, full, l);
+  w_.u32(0);
+  w_.u32(0);
+
+  // DISPATCH_DIRECT: workgroup counts, then COMPUTE_DISPATCH_INITIATOR.
+  const Register* init = t_.regs->find(r.dispatch_initiator);
+  uint32_t initiator = 0;
+  for (const Field& f : init->fields) {
+    if (f.name == "compute_shader_en" || f.name == "force_start_at_000") initiator |= f.place(1);
+    if (f.name == "cs_w32_en" && k.wave32) initiator |= f.place(1);
+  }
+  if (k.wave32 && !t_.wave32) throw InvalidArgument(cat("wave32 kernel on ", t_.name, ", which runs wave64 only"));
+  w_.u32(header(DISPATCH_DIRECT, kDispatchDirect.words - 1));
+  for (const Sym& g : a.groups) w_.sym32(g);
+  w_.u32(initiator);
+  // Wait for the dispatch's waves before anything later in the queue (signals, timestamps) runs.
+  event_write(CS_PARTIAL_FLUSH, kEventIndexPartialFlush);
+}
+
+void Pm4Encoder::indirect_buffer(Sym addr, uint32_t size_dwords) {
+  const Layout& l = kIndirectBuffer;
+  if (size_dwords == 0 || size_dwords > F(l, "ib_size").mask())
+    throw InvalidArgument(cat("indirect buffer of ", size_dwords, " dwords: the size field holds 1..",
+                              F(l, "ib_size").mask()));
+  w_.u32(header(INDIRECT_BUFFER, l.words - 1));
+  w_.sym64(addr);
+  w_.u32(F(l, "ib_size").place(size_dwords) | F(l, "valid").place(1));
+}
+
+void Pm4Encoder::nop(uint32_t total_words) {
+  if (total_words == 0) return;
+  if (total_words == 1) return w_.u32((3u << 30) | kHdrCount.place(kNopCountHeaderOnly) | kHdrOpcode.place(NOP));
+  if (total_words - 1 > kNopCountHeaderOnly)  // payload - 1 must stay below the header-only marker
+    throw InvalidArgument(cat("NOP of ", total_words, " words is longer than one PM4 packet"));
+  w_.u32(header(NOP, total_words - 1));
+  for (uint32_t i = 1; i < total_words; ++i) w_.u32(0);
+}
+
+}  // namespace hcq::amd

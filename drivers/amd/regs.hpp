@@ -1,0 +1,32 @@
+// Register facts per graphics generation: the compute (SH) registers a dispatch writes and the NBIO HDP-flush pair,
+// with their dword addresses and fields. Addresses are absolute dword offsets as PM4 sees them (segment base added).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "amd/fields.hpp"
+
+namespace hcq::amd {
+
+// All registers known for one generation, sorted by nothing in particular (they are few; lookups are linear).
+struct RegisterTable {
+  std::string_view name;  // e.g. "gc_11_0_0 + nbio_4_3_0"
+  std::span<const Register> regs;
+
+  const Register* find(uint32_t addr) const;
+  const Register* find(std::string_view name) const;
+};
+
+// The tables. gfx942 and gfx950 share GC 9.4.3's compute registers; gfx11 and gfx12 differ only in fields.
+extern const RegisterTable kRegsGc9_4;
+extern const RegisterTable kRegsGc11;
+extern const RegisterTable kRegsGc12;
+
+// SET_SH_REG addresses registers relative to this base, SET_UCONFIG_REG to the next one (same on GC 9..12).
+inline constexpr uint32_t kShRegBase = 0x2c00;
+inline constexpr uint32_t kShRegEnd = 0x3000;
+inline constexpr uint32_t kUconfigRegBase = 0xc000;
+
+}  // namespace hcq::amd
