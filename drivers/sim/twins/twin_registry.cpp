@@ -1,0 +1,174 @@
+#include "twins/twin_registry.hpp"
+
+#include <elf.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "amd/codeobj/code_object.hpp"
+#include "cpu_thread_pool.hpp"
+#include "elf_loader.hpp"
+#include "hcq/compiler.hpp"
+#include "hcq/error.hpp"
+
+namespace hcq::sim {
+namespace {
+
+constexpr const char* kSourceSection = ".hcq.source";
+constexpr uint32_t kMaxArgs = 256;
+
+struct Job {
+  cpu::KernelFn fn;
+  hcq_dispatch base;
+};
+
+void run_groups(void* ctx, uint64_t begin, uint64_t end) {
+  const auto& job = *static_cast<const Job*>(ctx);
+  hcq_dispatch d = job.base;
+  const uint64_t gx = d.num_groups[0], gxy = gx * d.num_groups[1];
+  for (uint64_t i = begin; i < end; ++i) {
+    d.group_id[0] = static_cast<uint32_t>(i % gx);
+    d.group_id[1] = static_cast<uint32_t>((i % gxy) / gx);
+    d.group_id[2] = static_cast<uint32_t>(i / gxy);
+    job.fn(&d);
+  }
+}
+
+std::string kernel_ref_text(KernelRef by, uint64_t address) {
+  return cat(by == KernelRef::code_address ? "code address " : "kernel object ", hex(address));
+}
+
+}  // namespace
+
+void TwinRegistry::add(const std::string& code_object_id, const std::string& kernel, Twin twin) {
+  if (!twin.entry.fn) throw InvalidArgument(cat("host twin for kernel '", kernel, "' has no function"));
+  std::unique_lock lock(mu_);
+  twins_[{code_object_id, kernel}] = std::move(twin);
+}
+
+std::optional<Twin> TwinRegistry::find(const std::string& code_object_id, const std::string& kernel) const {
+  std::shared_lock lock(mu_);
+  const auto it = twins_.find({code_object_id, kernel});
+  if (it == twins_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t TwinRegistry::add_from_source(const amd::CodeObject& co, Compiler& cpu_compiler) {
+  const std::span<const uint8_t> src = co.section(kSourceSection);
+  if (src.empty()) return 0;
+  const std::string source(src.begin(), src.end());
+  const std::vector<uint8_t> object = cpu_compiler.compile_cached(source);
+  auto image = std::make_shared<const cpu::ElfImage>(cpu::ElfImage::load(object));
+  size_t added = 0;
+  for (const amd::CodeObjectKernel& k : co.kernels()) {
+    const std::optional<cpu::ElfSymbol> fn = image->find(k.name);
+    const std::optional<cpu::ElfSymbol> desc_sym = image->find(k.name + "_hcq_desc");
+    if (!fn || fn->type != STT_FUNC || !desc_sym || desc_sym->size < sizeof(hcq_kernel_desc))
+      throw CompileError(cat("host twin of code object ", co.identity(), ": the CPU build has no kernel '", k.name,
+                             "' declared with HCQ_KERNEL"));
+    hcq_kernel_desc desc;
+    std::memcpy(&desc, reinterpret_cast<const void*>(desc_sym->addr), sizeof desc);
+    if (desc.magic != HCQ_KERNEL_MAGIC || desc.nbufs > kMaxArgs || desc.nvals > kMaxArgs)
+      throw CompileError(cat("host twin of kernel '", k.name, "': bad descriptor (magic ", hex(desc.magic), ")"));
+    if (desc.nbufs != k.num_buffers || desc.nvals != k.num_values)
+      throw CompileError(cat("host twin of kernel '", k.name, "' takes ", desc.nbufs, " buffers and ", desc.nvals,
+                             " values; the ", co.gfx(), " code object's metadata says ", k.num_buffers, " and ",
+                             k.num_values));
+    add(co.identity(), k.name,
+        Twin{cpu::KernelEntry{reinterpret_cast<cpu::KernelFn>(fn->addr), desc.nbufs, desc.nvals}, image});
+    ++added;
+  }
+  return added;
+}
+
+void TwinRegistry::map_image(uint64_t base, const amd::CodeObject& co) {
+  const uint64_t size = co.image().size();
+  if (size == 0 || base + size < base)
+    throw InvalidArgument(cat("code object image of ", size, " bytes at ", hex(base), " does not fit"));
+  Image img{size, co.identity(), {}};
+  for (const amd::CodeObjectKernel& k : co.kernels())
+    img.kernels.push_back({k.name, k.descriptor_offset, k.code_offset, k.kernarg_segment_size});
+  std::unique_lock lock(mu_);
+  auto next = images_.lower_bound(base);
+  if (next != images_.end() && next->first < base + size)
+    throw InvalidArgument(cat("code object image at ", hex(base), " (+", size, ") overlaps the one at ", hex(next->first)));
+  if (next != images_.begin()) {
+    const auto prev = std::prev(next);
+    if (prev->first + prev->second.size > base)
+      throw InvalidArgument(cat("code object image at ", hex(base), " (+", size, ") overlaps the one at ",
+                                hex(prev->first)));
+  }
+  images_.emplace(base, std::move(img));
+}
+
+void TwinRegistry::unmap_image(uint64_t base) {
+  std::unique_lock lock(mu_);
+  images_.erase(base);
+}
+
+TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) const {
+  std::shared_lock lock(mu_);
+  auto it = images_.upper_bound(address);
+  if (it == images_.begin() || address - std::prev(it)->first >= std::prev(it)->second.size)
+    throw DeviceFault(cat("dispatch of ", kernel_ref_text(by, address), ": no code object is loaded there"));
+  --it;
+  const Image& img = it->second;
+  const uint64_t off = address - it->first;
+  const KernelAt* k = nullptr;
+  for (const KernelAt& c : img.kernels)
+    if ((by == KernelRef::code_address ? c.code_offset : c.descriptor_offset) == off) k = &c;
+  if (!k)
+    throw DeviceFault(cat("dispatch of ", kernel_ref_text(by, address), ": offset ", hex(off), " of code object ",
+                          img.id, " (at ", hex(it->first), ") is not a kernel ",
+                          by == KernelRef::code_address ? "entry" : "descriptor"));
+  const auto twin = twins_.find({img.id, k->name});
+  if (twin == twins_.end())
+    throw DeviceFault(cat("dispatch of kernel '", k->name, "' (", kernel_ref_text(by, address), ", code object ",
+                          img.id, "): no host twin is registered for it, so the simulator cannot run it; build the "
+                          "kernel with the AMD compiler from C source, or register a twin"));
+  return Resolved{img.id, k->name, it->first, k->kernarg_segment_size, twin->second};
+}
+
+void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::CpuThreadPool* pool) const {
+  const Resolved r = resolve(d.by, d.address);
+  const std::string what = cat("kernel '", r.kernel, "' (", kernel_ref_text(d.by, d.address), ")");
+  uint64_t groups = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (d.groups[i] == 0 || d.local[i] == 0)
+      throw DeviceFault(cat(what, ": empty grid {", d.groups[0], ",", d.groups[1], ",", d.groups[2], "} x {",
+                            d.local[0], ",", d.local[1], ",", d.local[2], "}"));
+    groups *= d.groups[i];
+  }
+  const cpu::KernelEntry& e = r.twin.entry;
+  const uint64_t kernarg_bytes = uint64_t{e.nbufs} * 8 + uint64_t{e.nvals} * 4;
+  if (kernarg_bytes > r.kernarg_segment_size)
+    throw DeviceFault(cat(what, ": its twin reads ", kernarg_bytes, " kernarg bytes, the code object's segment has ",
+                          r.kernarg_segment_size));
+  // A private copy of the kernarg segment, with each buffer address translated to the host pointer the twin uses
+  // (the same value where the simulator maps GPU memory at its own VA).
+  std::vector<uint64_t> args((kernarg_bytes + 7) / 8 + 1, 0);
+  if (kernarg_bytes) {
+    if (d.kernarg_va % 8) throw DeviceFault(cat(what, ": kernarg address ", hex(d.kernarg_va), " is not 8-byte aligned"));
+    const std::byte* ka = translate(d.kernarg_va, kernarg_bytes);
+    if (!ka)
+      throw DeviceFault(cat(what, ": kernarg segment ", hex(d.kernarg_va), " (+", kernarg_bytes,
+                            " bytes) is not mapped on the GPU"));
+    std::memcpy(args.data(), ka, kernarg_bytes);
+  }
+  for (uint32_t i = 0; i < e.nbufs; ++i) {
+    const std::byte* host = translate(args[i], 1);
+    if (!host)
+      throw DeviceFault(cat(what, ": buffer argument ", i, " at ", hex(args[i]), " is not mapped on the GPU"));
+    args[i] = reinterpret_cast<uint64_t>(host);
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(args.data());
+  Job job{e.fn, hcq_dispatch{bytes,
+                             reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
+                             {0, 0, 0},
+                             {d.groups[0], d.groups[1], d.groups[2]},
+                             {d.local[0], d.local[1], d.local[2]}}};
+  if (groups == 1 || !pool) run_groups(&job, 0, groups);
+  else pool->parallel_for(groups, run_groups, &job);
+}
+
+}  // namespace hcq::sim
