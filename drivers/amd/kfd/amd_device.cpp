@@ -1,0 +1,156 @@
+#include "amd/kfd/amd_device.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "hcq/allocator.hpp"
+#include "hcq/error.hpp"
+#include "hcq/process.hpp"
+
+namespace hcq::amd {
+
+AmdDevice::AmdDevice(std::string name, std::shared_ptr<Os> os, const KfdNode& node, std::string interface)
+    : Device(std::move(name)), os_(std::move(os)), interface_(std::move(interface)) {
+  gpu_ = std::make_unique<KfdGpu>(*os_, node);
+  try {
+    process().signals.add_mapper(this);
+    mapper_registered_ = true;
+    init_runtime(std::make_unique<HCQAllocator>(*this));
+  } catch (...) {
+    shutdown_runtime();
+    if (mapper_registered_) process().signals.remove_mapper(this);
+    throw;
+  }
+}
+
+AmdDevice::~AmdDevice() {
+  shutdown_runtime();
+  if (mapper_registered_) process().signals.remove_mapper(this);
+  std::lock_guard lock(mu_);
+  foreign_.clear();
+  buffers_.clear();
+  signal_pages_.clear();
+}
+
+DeviceInfo AmdDevice::info() const {
+  const KfdNode& n = gpu_->node();
+  DeviceInfo i;
+  i.name = name();
+  i.interface = interface_;
+  i.arch = n.gfx;
+  i.memory_bytes = n.vram_bytes;
+  i.compute_queues = n.num_cp_queues;
+  i.copy_queues = n.num_sdma_engines * n.num_sdma_queues_per_engine;
+  i.driver_version = cat("KFD ", gpu_->version_major(), ".", gpu_->version_minor());
+  return i;
+}
+
+std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
+  throw UnsupportedDriver(cat(name(), ": AMD ", to_string(kind),
+                              " queues not built yet (the KFD queue objects exist; the PM4/SDMA HWQueue layer does "
+                              "not)"));
+}
+
+Compiler& AmdDevice::compiler() {
+  throw UnsupportedDriver(cat(name(), ": the AMD compiler is not built into this backend yet"));
+}
+
+std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::span<const uint8_t>) {
+  throw UnsupportedDriver(cat(name(), ": cannot load '", prog, "': AMD code objects are not wired into this backend yet"));
+}
+
+Allocation AmdDevice::alloc_memory(uint64_t size, const BufferSpec& spec) {
+  if (size == 0) throw InvalidArgument(cat(name(), ": allocation of 0 bytes"));
+  std::unique_ptr<KfdBuffer> b;
+  if (spec.external_ptr) {
+    b = gpu_->map_user(spec.external_ptr, size);
+  } else {
+    const KfdBuffer::Kind kind = spec.host ? KfdBuffer::Kind::gtt : KfdBuffer::Kind::vram;
+    KfdAllocOptions o;
+    o.uncached = spec.uncached;
+    o.host_visible = spec.cpu_access || spec.host || spec.uncached || spec.zero;
+    b = gpu_->alloc(size, kind, o);
+    if (spec.zero) std::memset(b->host(), 0, b->size());
+  }
+  Allocation a{b->va(), size, spec, this, b->host_visible(), b->handle()};
+  const uint64_t bytes = spec.external_ptr ? 0 : b->size();
+  std::lock_guard lock(mu_);
+  buffers_[a.va] = std::move(b);
+  note_alloc(static_cast<int64_t>(bytes));
+  return a;
+}
+
+void AmdDevice::free_memory(const Allocation& a) {
+  if (a.device != this)
+    throw InvalidArgument(cat(name(), ": free of ", hex(a.va), " which belongs to ",
+                              a.device ? a.device->name() : std::string("no device")));
+  std::unique_ptr<KfdBuffer> b;
+  {
+    std::lock_guard lock(mu_);
+    auto it = buffers_.find(a.va);
+    if (it == buffers_.end() || it->second->handle() != a.handle)
+      throw InvalidArgument(cat(name(), ": free of ", hex(a.va), ": not a live allocation of this device"));
+    b = std::move(it->second);
+    buffers_.erase(it);
+    if (!a.spec.external_ptr) note_alloc(-static_cast<int64_t>(b->size()));
+  }
+  b.reset();
+}
+
+void AmdDevice::map_memory(const Allocation& a) {
+  if (a.device == this || a.size == 0) return;
+  if (auto* peer = dynamic_cast<AmdDevice*>(a.device); peer && peer->os_ == os_) {
+    // Same KFD process: map the peer's buffer on our GPU at the same VA.
+    std::lock_guard lock(peer->mu_);
+    auto it = peer->buffers_.find(a.va);
+    if (it == peer->buffers_.end()) throw InvalidArgument(cat(name(), ": map of ", hex(a.va), ": not a live buffer"));
+    it->second->map_on(gpu_->gpu_id());
+    return;
+  }
+  if (!a.host_mapped)
+    throw InvalidArgument(cat(name(), ": cannot map ", hex(a.va), " of ", a.device ? a.device->name() : "?",
+                              ": it is not host memory and not on a GPU of the same KFD"));
+  std::lock_guard lock(mu_);
+  if (foreign_.count(a.va)) return;
+  const uint64_t page = 4096;
+  const uint64_t lo = a.va & ~(page - 1), hi = (a.va + a.size + page - 1) & ~(page - 1);
+  foreign_[a.va] = gpu_->map_user(reinterpret_cast<void*>(lo), hi - lo);
+}
+
+void AmdDevice::map_signal_page(void* addr, size_t size) {
+  std::lock_guard lock(mu_);
+  signal_pages_[reinterpret_cast<uint64_t>(addr)] = gpu_->map_user(addr, size);
+}
+
+void AmdDevice::unmap_signal_page(void* addr, size_t) {
+  std::lock_guard lock(mu_);
+  signal_pages_.erase(reinterpret_cast<uint64_t>(addr));
+}
+
+std::string AmdDevice::describe_state() const { return cat(" [", gpu_->describe(), "]"); }
+
+std::unique_ptr<Device> open_kfd_device_on(const std::string& name, std::shared_ptr<Os> os, unsigned index,
+                                           const std::string& interface) {
+  const std::vector<KfdNode> nodes = kfd_topology(*os);
+  if (index >= nodes.size())
+    throw UnsupportedDriver(cat(name, ": the KFD topology has ", nodes.size(), " GPU node(s)"));
+  return std::make_unique<AmdDevice>(name, std::move(os), nodes[index], interface);
+}
+
+std::unique_ptr<Device> open_kfd_device(const std::string& name, unsigned index) {
+  std::shared_ptr<Os> os(std::shared_ptr<Os>(), &real_os());  // not owned: real_os() lives for the process
+  const std::vector<KfdNode> nodes = kfd_topology(*os);
+  if (nodes.empty()) {
+    struct stat st {};
+    if (::stat("/dev/kfd", &st) != 0)
+      throw UnsupportedDriver(cat(name, ": no /dev/kfd (amdgpu not loaded, or no AMD GPU)"));
+    if (::access("/dev/kfd", R_OK | W_OK) != 0)
+      throw UnsupportedDriver(cat(name, ": no permission on /dev/kfd (join the render/video group)"));
+    throw UnsupportedDriver(cat(name, ": /dev/kfd is present but the KFD topology lists no GPU"));
+  }
+  return open_kfd_device_on(name, std::move(os), index, "kfd");
+}
+
+}  // namespace hcq::amd
