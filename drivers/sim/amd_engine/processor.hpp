@@ -1,0 +1,131 @@
+// Internals shared by the three packet engines: checked memory access through the QueueHost, the compare functions
+// of WAIT_REG_MEM/POLL_REGMEM, fault reporting, and the Processor interface the runner drives.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "amd/fields.hpp"
+#include "sim/amd_engine/engine.hpp"
+
+namespace hcq::sim::amd_engine {
+
+using amd::Field;
+using amd::Layout;
+
+// What one call to Processor::run() ended with.
+enum class Step : uint8_t {
+  progress,  // ran its budget of packets; more may be ready
+  idle,      // nothing (more) to execute
+  waiting,   // blocked on a condition; run() again later re-checks it
+  faulted,   // stopped; the fault was reported
+};
+
+// Where a packet sits, for fault records.
+struct Where {
+  uint64_t ring_pos = 0;
+  bool in_ib = false;
+  uint64_t ib_va = 0, ib_dword = 0;
+};
+
+// Memory and host services for one queue. Every access is bounds-checked by the host's translate(); a failed one
+// records the address so the caller can fault with it.
+class QueueContext {
+ public:
+  QueueContext(const SimQueueDesc& desc, QueueHost& host, const EngineOptions& options)
+      : desc_(desc), host_(host), options_(options) {}
+
+  const SimQueueDesc& desc() const { return desc_; }
+  QueueHost& host() { return host_; }
+  const EngineOptions& options() const { return options_; }
+
+  std::byte* ptr(uint64_t va, uint64_t size) { return size == 0 ? nullptr : host_.translate(va, size); }
+
+  // Atomic loads and stores of naturally aligned words (host threads read and write signals concurrently).
+  template <class T>
+  bool load(uint64_t va, T& out) {
+    std::byte* p = ptr(va, sizeof(T));
+    if (!p) return false;
+    out = std::atomic_ref<T>(*reinterpret_cast<T*>(p)).load(std::memory_order_acquire);
+    return true;
+  }
+  template <class T>
+  bool store(uint64_t va, T value) {
+    std::byte* p = ptr(va, sizeof(T));
+    if (!p) return false;
+    std::atomic_ref<T>(*reinterpret_cast<T*>(p)).store(value, std::memory_order_release);
+    return true;
+  }
+  // Plain copies of dwords out of GPU memory (ring and IB contents).
+  bool read_words(uint64_t va, uint32_t* out, size_t n) {
+    std::byte* p = ptr(va, n * 4);
+    if (!p) return false;
+    std::memcpy(out, p, n * 4);
+    return true;
+  }
+  bool write_words(uint64_t va, const uint32_t* in, size_t n) {
+    std::byte* p = ptr(va, n * 4);
+    if (!p) return false;
+    std::memcpy(p, in, n * 4);
+    std::atomic_thread_fence(std::memory_order_release);
+    return true;
+  }
+  // A linear copy (overlap allowed). Ranges spanning several mappings are copied page by page. On failure `bad` is
+  // the first address that is not mapped.
+  bool copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t& bad);
+
+  // The read pointer the runner publishes (queue units).
+  void publish_rptr(uint64_t r) { store<uint64_t>(desc_.rptr_va, r); }
+  std::optional<uint64_t> read_wptr() {
+    uint64_t w = 0;
+    if (!load<uint64_t>(desc_.wptr_va, w)) return std::nullopt;
+    return w;
+  }
+
+  // Reports a fault to the host and keeps the record. Returns Step::faulted for `return ctx.fault(...)`.
+  Step fault(const Where& at, std::span<const uint32_t> packet, uint64_t address, bool memory, std::string reason);
+  const FaultRecord& last_fault() const { return fault_; }
+
+ private:
+  const SimQueueDesc& desc_;
+  QueueHost& host_;
+  const EngineOptions& options_;
+  FaultRecord fault_;
+};
+
+// The value of field f in a packet (64-bit fields span two dwords). The caller has checked the packet's length.
+inline uint64_t get(const Field& f, std::span<const uint32_t> pkt) {
+  if (f.is64()) return uint64_t{pkt[f.dword]} | (uint64_t{pkt[f.dword + 1]} << 32);
+  return f.get(pkt[f.dword]);
+}
+// A field by name from a fact layout; the names are drivers/amd's, a missing one is a programming error here.
+const Field& field(const Layout& l, std::string_view name);
+
+// WAIT_REG_MEM / POLL_REGMEM compare: (value & mask) <function> reference. nullopt for an undefined function.
+std::optional<bool> compare(uint32_t function, uint32_t value, uint32_t mask, uint32_t reference);
+std::string_view function_symbol(uint32_t function);
+
+std::string hex(uint64_t v);
+
+// One queue's packet engine. run() is called by one thread at a time (the runner's).
+class Processor {
+ public:
+  virtual ~Processor() = default;
+  // Executes up to `budget` packets.
+  virtual Step run(size_t budget) = 0;
+  // What the queue waits for, when run() returned waiting.
+  virtual std::string waiting_on() const = 0;
+  // "PM4", "SDMA", "AQL".
+  virtual const char* engine() const = 0;
+};
+
+std::unique_ptr<Processor> make_pm4_processor(QueueContext& ctx);
+std::unique_ptr<Processor> make_sdma_processor(QueueContext& ctx);
+std::unique_ptr<Processor> make_aql_processor(QueueContext& ctx);
+
+}  // namespace hcq::sim::amd_engine

@@ -1,0 +1,153 @@
+// Test harness for the AMD packet engines: a QueueHost over test memory (regions at chosen GPU VAs, backed by
+// owned buffers), and a queue on it (ring + read/write pointers) that tests submit encoder output to.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "amd/target.hpp"
+#include "sim/amd_engine/engine.hpp"
+
+namespace hcq::sim::amd_engine::testing {
+
+class TestHost final : public QueueHost {
+ public:
+  // Maps [va, va + bytes) to fresh zeroed memory. Regions must not overlap.
+  std::byte* map(uint64_t va, uint64_t bytes) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto mem = std::make_unique<uint64_t[]>((bytes + 7) / 8);
+    std::byte* p = reinterpret_cast<std::byte*>(mem.get());
+    std::memset(p, 0, bytes);
+    regions_[va] = Region{bytes, std::move(mem)};
+    return p;
+  }
+  void unmap(uint64_t va) {
+    std::lock_guard<std::mutex> lk(mu_);
+    regions_.erase(va);
+  }
+  std::byte* translate(uint64_t va, uint64_t size) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = regions_.upper_bound(va);
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    const uint64_t off = va - it->first;
+    if (off >= it->second.bytes || size > it->second.bytes - off) return nullptr;
+    return reinterpret_cast<std::byte*>(it->second.mem.get()) + off;
+  }
+  uint64_t gpu_clock() override { return clock_.fetch_add(10) + 1000; }
+  void interrupt(uint32_t context_id) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    interrupts_.push_back(context_id);
+  }
+  void fault(uint64_t address, bool is_memory_fault, const std::string& reason) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    faults_.push_back({address, is_memory_fault, reason});
+  }
+
+  template <class T>
+  T get(uint64_t va) {  // atomic: the engine's threads write the same words
+    return std::atomic_ref<T>(*reinterpret_cast<T*>(must(va, sizeof(T)))).load(std::memory_order_acquire);
+  }
+  template <class T>
+  void set(uint64_t va, T v) {
+    std::atomic_ref<T>(*reinterpret_cast<T*>(must(va, sizeof(T)))).store(v, std::memory_order_release);
+  }
+  void write(uint64_t va, std::span<const uint32_t> words) { std::memcpy(must(va, words.size() * 4), words.data(), words.size() * 4); }
+  std::byte* must(uint64_t va, uint64_t size) {
+    std::byte* p = translate(va, size);
+    if (!p) throw std::runtime_error("test memory not mapped");
+    return p;
+  }
+
+  struct Fault {
+    uint64_t address;
+    bool memory;
+    std::string reason;
+  };
+  std::vector<uint32_t> interrupts() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return interrupts_;
+  }
+  std::vector<Fault> faults() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return faults_;
+  }
+
+ private:
+  struct Region {
+    uint64_t bytes;
+    std::unique_ptr<uint64_t[]> mem;
+  };
+  std::mutex mu_;
+  std::map<uint64_t, Region> regions_;
+  std::atomic<uint64_t> clock_{0};
+  std::vector<uint32_t> interrupts_;
+  std::vector<Fault> faults_;
+};
+
+// Addresses the tests use (any VAs: the host maps them to its own buffers).
+inline constexpr uint64_t kRingVa = 0x10000000, kPtrVa = 0x10100000, kDataVa = 0x20000000, kIbVa = 0x30000000;
+
+// A queue on a TestHost: ring at kRingVa, read pointer at kPtrVa, write pointer at kPtrVa + 8.
+class TestQueue {
+ public:
+  TestQueue(TestHost& host, EngineGroup& group, const amd::Target& t, SimQueueType type, uint64_t ring_bytes = 4096,
+            uint32_t queue_id = 1, uint64_t start = 0)
+      : host_(host), w_(start) {
+    desc_.queue_id = queue_id;
+    desc_.target = &t;
+    desc_.type = type;
+    desc_.ring_va = kRingVa + (uint64_t{queue_id} << 24);
+    desc_.ring_size = ring_bytes;
+    desc_.rptr_va = kPtrVa + uint64_t{queue_id} * 64;
+    desc_.wptr_va = desc_.rptr_va + 8;
+    host.map(desc_.ring_va, ring_bytes);
+    host.map(desc_.rptr_va, 16);
+    host.set<uint64_t>(desc_.rptr_va, start);
+    host.set<uint64_t>(desc_.wptr_va, start);
+    runner_ = group.create(desc_, host);
+  }
+  ~TestQueue() { runner_.reset(); }
+
+  // Appends words at the write pointer (PM4: dwords; SDMA: bytes; AQL: whole 64-byte packets), wrapping as a ring
+  // does, then stores the write pointer and rings the doorbell.
+  void submit(std::span<const uint32_t> words, bool ring = true) {
+    const uint64_t unit = desc_.type == SimQueueType::compute_pm4 ? 4 : desc_.type == SimQueueType::sdma ? 1 : 64;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint64_t byte = (w_ * unit + i * 4) % desc_.ring_size;
+      host_.set<uint32_t>(desc_.ring_va + byte, words[i]);
+    }
+    w_ += words.size() * 4 / unit;
+    if (ring) publish();
+  }
+  void publish() {
+    host_.set<uint64_t>(desc_.wptr_va, w_);
+    runner_->doorbell(w_);
+  }
+  uint64_t rptr() { return host_.get<uint64_t>(desc_.rptr_va); }
+  uint64_t wptr() const { return w_; }
+  EngineRunner& runner() { return *runner_; }
+  const SimQueueDesc& desc() const { return desc_; }
+  // Waits (up to 5 s) until the runner settles; returns its state.
+  RunnerState settle() {
+    EXPECT_TRUE(runner_->wait_settled(std::chrono::seconds(5))) << runner_->describe();
+    return runner_->state();
+  }
+
+ private:
+  TestHost& host_;
+  uint64_t w_;
+  SimQueueDesc desc_;
+  std::unique_ptr<EngineRunner> runner_;
+};
+
+}  // namespace hcq::sim::amd_engine::testing
