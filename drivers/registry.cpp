@@ -12,11 +12,13 @@
 #include <mutex>
 #include <optional>
 
+#include "amd/kfd/amd_device.hpp"
 #include "cpu/cpu_device.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/process.hpp"
+#include "sim/kfd/sim_amd_device.hpp"
 
 namespace hcq {
 namespace {
@@ -107,15 +109,14 @@ std::unique_ptr<Device> open_new(const ParsedName& p) {
     case Kind::cpu:
       return std::make_unique<cpu::CpuDevice>(p.canonical);
     case Kind::amd:
-      throw UnsupportedDriver(cat(p.canonical, ": the AMD (KFD) backend is not built yet (/dev/kfd ",
-                                  path_exists("/dev/kfd") ? "is present" : "is absent", ")"));
+      return amd::open_kfd_device(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(4))));
     case Kind::nv:
       throw UnsupportedDriver(cat(p.canonical, ": the NV (RM/UVM) backend is not built yet (/dev/nvidiactl ",
                                   path_exists("/dev/nvidiactl") ? "is present" : "is absent", ")"));
     case Kind::cuda:
       throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
     case Kind::sim_amd:
-      throw UnsupportedDriver(cat(p.canonical, ": the simulated AMD GPU is not built yet"));
+      return sim::open_sim_amd_device(p.canonical, p.canonical.substr(p.canonical.find(':') + 1));
     case Kind::sim_nv:
       throw UnsupportedDriver(cat(p.canonical, ": the simulated NV GPU is not built yet"));
   }
