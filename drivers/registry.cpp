@@ -116,7 +116,7 @@ std::unique_ptr<Device> open_new(const ParsedName& p) {
     case Kind::cuda:
       throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
     case Kind::sim_amd:
-      return sim::open_sim_amd_device(p.canonical, p.canonical.substr(p.canonical.find(':') + 1));
+      return sim::open_sim_amd_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1));
     case Kind::sim_nv:
       throw UnsupportedDriver(cat(p.canonical, ": the simulated NV GPU is not built yet"));
   }
@@ -218,8 +218,8 @@ std::vector<std::pair<std::string, std::string>> probe_report() {
         if (reason.empty()) reason = "failed to open";
       }
     } else {
-      reason = k.kind == Kind::sim_amd ? "the simulated AMD GPU is not built yet"
-                                       : "the simulated NV GPU is not built yet";
+      // SIM-AMD:<target> opens on request (no probe: it is a simulator); SIM-NV does not exist yet.
+      if (k.kind != Kind::sim_amd) reason = "the simulated NV GPU is not built yet";
     }
     report.emplace_back(std::string(k.pattern), reason);
   }

@@ -79,6 +79,10 @@ const ConformanceDevice& conformance_device(const std::string& name) {
 const DeviceKind& device_kind(const std::string& interface) {
   static const std::map<std::string, DeviceKind> kinds = {
       {"cpu", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
+      // AMD GPUs (real KFD and the simulated one): the AMD compiler takes the same C source as the CPU device
+      // (drivers/amd/compiler/amd_kernel_abi.h defines the same macros). WAIT_REG_MEM/POLL_REGMEM compare 32 bits.
+      {"kfd", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/false}},
+      {"sim-kfd", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/false}},
   };
   auto it = kinds.find(interface);
   if (it == kinds.end())

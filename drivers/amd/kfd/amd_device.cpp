@@ -5,6 +5,11 @@
 
 #include <cstring>
 
+#include "amd/codeobj/code_object.hpp"
+#include "amd/compiler/amd_compiler.hpp"
+#include "amd/kfd/amd_program.hpp"
+#include "amd/kfd/amd_queue.hpp"
+#include "amd/target.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
 #include "hcq/process.hpp"
@@ -48,17 +53,83 @@ DeviceInfo AmdDevice::info() const {
 }
 
 std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
-  throw UnsupportedDriver(cat(name(), ": AMD ", to_string(kind),
-                              " queues not built yet (the KFD queue objects exist; the PM4/SDMA HWQueue layer does "
-                              "not)"));
+  // 256 KiB rings; a submission larger than the ring streams through it with backpressure.
+  constexpr uint32_t kRingBytes = 256 * 1024;
+  const Target& t = Target::from_gfx(gpu_->node().gfx);
+  std::lock_guard lock(rings_mu_);
+  if (kind == QueueKind::compute) {
+    if (!pm4_ring_) pm4_ring_ = std::make_unique<AmdRing>(*gpu_, t, KfdQueue::Type::compute_pm4, kRingBytes, name());
+    return std::make_unique<AmdPm4Queue>(*this, *pm4_ring_);
+  }
+  if (!sdma_ring_) sdma_ring_ = std::make_unique<AmdRing>(*gpu_, t, KfdQueue::Type::sdma, kRingBytes, name());
+  return std::make_unique<AmdSdmaQueue>(*this, *sdma_ring_);
 }
 
 Compiler& AmdDevice::compiler() {
-  throw UnsupportedDriver(cat(name(), ": the AMD compiler is not built into this backend yet"));
+  std::call_once(compiler_once_, [&] { compiler_ = std::make_unique<AmdCompiler>(gpu_->node().gfx); });
+  return *compiler_;
 }
 
-std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::span<const uint8_t>) {
-  throw UnsupportedDriver(cat(name(), ": cannot load '", prog, "': AMD code objects are not wired into this backend yet"));
+void AmdDevice::set_program_hooks(ProgramHooks hooks) {
+  auto h = std::make_shared<const ProgramHooks>(std::move(hooks));
+  std::lock_guard lock(mu_);
+  program_hooks_ = std::move(h);
+}
+
+std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::span<const uint8_t> binary) {
+  const CodeObject co = CodeObject::parse(binary);  // CompileError("bad code object: ...")
+  const CodeObjectKernel* k = co.find(prog);
+  if (!k) {
+    std::string have;
+    for (const CodeObjectKernel& x : co.kernels()) have += (have.empty() ? "" : ", ") + x.name;
+    throw InvalidArgument(cat(name(), ": kernel '", prog, "' is not in the code object (it defines: ",
+                              have.empty() ? "no kernels" : have, ")"));
+  }
+  const Target& t = Target::from_gfx(gpu_->node().gfx);
+  AmdProgram::Facts f;
+  try {
+    f.info = co.info(prog, t);  // InvalidArgument: built for another target, or wants inputs we do not set up
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(cat(name(), ": cannot load kernel '", prog, "': ", e.what()));
+  }
+  const uint64_t align = co.image_alignment();
+  if (align > 4096)
+    throw CompileError(cat(name(), ": kernel '", prog, "': code object wants ", align,
+                           "-byte alignment, more than a page"));
+  if (co.image().empty()) throw CompileError(cat(name(), ": kernel '", prog, "': code object has an empty image"));
+
+  // Host-visible VRAM (page aligned, so the 256-byte code alignment holds), written through the host mapping.
+  KfdAllocOptions o;
+  o.host_visible = true;
+  o.executable = true;
+  std::unique_ptr<KfdBuffer> image = gpu_->alloc(co.image().size(), KfdBuffer::Kind::vram, o);
+  const uint64_t base = image->va();
+  const std::vector<uint8_t> bytes = co.relocations().empty() ? co.image() : co.image_at(base);
+  std::memcpy(image->host(), bytes.data(), bytes.size());
+
+  f.code_va = base + k->code_offset;
+  f.descriptor_va = base + k->descriptor_offset;
+  f.image_va = base;
+  f.image_size = bytes.size();
+  f.kernarg_segment_size = k->kernarg_segment_size;
+  f.kernarg_segment_align = k->kernarg_segment_align ? k->kernarg_segment_align : 16;
+  f.num_bufs = k->num_buffers;
+  f.num_vals = k->num_values;
+  f.code_object_id = co.identity();
+  if (f.code_va % 256)
+    throw CompileError(cat(name(), ": kernel '", prog, "': code entry ", hex(f.code_va), " is not 256-byte aligned"));
+
+  std::shared_ptr<const ProgramHooks> hooks;
+  {
+    std::lock_guard lock(mu_);
+    hooks = program_hooks_;
+  }
+  std::function<void()> on_unload;
+  if (hooks) {
+    if (hooks->loaded) hooks->loaded(base, co);  // throws: `image` is freed on the way out
+    if (hooks->unloaded) on_unload = [hooks, base] { hooks->unloaded(base); };
+  }
+  return std::make_unique<AmdProgram>(*this, prog, std::move(f), std::move(image), std::move(on_unload));
 }
 
 Allocation AmdDevice::alloc_memory(uint64_t size, const BufferSpec& spec) {
@@ -129,7 +200,13 @@ void AmdDevice::unmap_signal_page(void* addr, size_t) {
   signal_pages_.erase(reinterpret_cast<uint64_t>(addr));
 }
 
-std::string AmdDevice::describe_state() const { return cat(" [", gpu_->describe(), "]"); }
+std::string AmdDevice::describe_state() const {
+  std::string s = cat(" [", gpu_->describe());
+  std::lock_guard lock(rings_mu_);
+  for (const AmdRing* r : {pm4_ring_.get(), sdma_ring_.get()})
+    if (r) s += cat("; ", r->describe());
+  return s + "]";
+}
 
 std::unique_ptr<Device> open_kfd_device_on(const std::string& name, std::shared_ptr<Os> os, unsigned index,
                                            const std::string& interface) {

@@ -2,6 +2,7 @@
 // SimOs). Memory and info() work; queues, the compiler and programs come with the AMD queue and code-object layers.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,20 @@
 #include "hcq/signal_pool.hpp"
 
 namespace hcq::amd {
+
+class AmdCompiler;
+class CodeObject;
+
+// What else must know about code loaded on the GPU (the simulator builds and maps host twins). Both may be empty.
+struct ProgramHooks {
+  // After the image of `co` was uploaded at GPU VA `base`, before load_program returns. May throw: the load then
+  // fails with that error and the image is freed.
+  std::function<void(uint64_t base, const CodeObject& co)> loaded;
+  // When the program of the image at `base` is destroyed, after the device drained, before the image is freed.
+  std::function<void(uint64_t base)> unloaded;
+};
+
+class AmdRing;  // amd_queue.hpp
 
 class AmdDevice final : public Device, private SignalPool::PageMapper {
  public:
@@ -31,6 +46,8 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
 
   KfdGpu& gpu() { return *gpu_; }
   Os& os() { return *os_; }
+  // Installs the program hooks (before any program is loaded; programs loaded earlier keep the old ones).
+  void set_program_hooks(ProgramHooks hooks);
 
  private:
   void map_signal_page(void* addr, size_t size) override;
@@ -44,6 +61,14 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   std::map<uint64_t, std::unique_ptr<KfdBuffer>> foreign_;   // va -> host memory of others mapped here
   std::map<uint64_t, std::unique_ptr<KfdBuffer>> signal_pages_;
   bool mapper_registered_ = false;
+  // Hardware queues (amd_queue.hpp): one PM4 and one SDMA ring, made on first use, shared by every HWQueue of
+  // that kind. Declared after gpu_ so they go first.
+  mutable std::mutex rings_mu_;
+  std::unique_ptr<AmdRing> pm4_ring_, sdma_ring_;
+  // Programs: one compiler for the device's target, made on first use; hooks for loads and unloads.
+  std::once_flag compiler_once_;
+  std::unique_ptr<AmdCompiler> compiler_;
+  std::shared_ptr<const ProgramHooks> program_hooks_;  // guarded by mu_
 };
 
 // AMD:<index>: the index-th GPU node of the real KFD topology. Throws UnsupportedDriver saying why not.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hcq/device.hpp"
+#include "sim/amd_engine/engine.hpp"
 #include "sim/kfd/queue_runner.hpp"
 
 namespace hcq::sim {
@@ -13,5 +14,11 @@ namespace hcq::sim {
 // `runner_factory` executes queues (the engine); without one, queues only record their doorbells.
 std::unique_ptr<Device> open_sim_amd_device(const std::string& name, const std::string& target,
                                             QueueRunnerFactory runner_factory = {});
+
+// The whole simulated GPU (what the registry opens for SIM-AMD:<target>): queues run on the packet engines
+// (drivers/sim/amd_engine), and kernels run as their host twins (drivers/sim/twins), built and mapped when a
+// program is loaded and unmapped when it is destroyed. A dispatch the twins cannot run faults its queue.
+std::unique_ptr<Device> open_sim_amd_gpu(const std::string& name, const std::string& target,
+                                         amd_engine::Scheduling scheduling = amd_engine::Scheduling::threaded);
 
 }  // namespace hcq::sim

@@ -1,0 +1,62 @@
+#include "amd/kfd/amd_program.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "amd/kfd/amd_device.hpp"
+#include "amd/kfd/kfd.hpp"
+#include "hcq/error.hpp"
+
+namespace hcq::amd {
+
+LaunchLimits amd_launch_limits() {
+  // Every AMD target: at most 1024 work-items per workgroup (any one dimension up to that), and 32-bit grids.
+  return LaunchLimits{
+      .max_threads_per_group = 1024,
+      .max_local = {1024, 1024, 1024},
+      .max_global = {0x7fffffff, 0x7fffffff, 0x7fffffff},
+  };
+}
+
+AmdProgram::AmdProgram(AmdDevice& dev, std::string name, Facts facts, std::unique_ptr<KfdBuffer> image,
+                       std::function<void()> on_unload)
+    : Program(dev, std::move(name), facts.num_bufs, facts.num_vals, amd_launch_limits()),
+      amd_(dev),
+      facts_(std::move(facts)),
+      image_(std::move(image)),
+      on_unload_(std::move(on_unload)) {}
+
+AmdProgram::~AmdProgram() {
+  try {
+    amd_.synchronize();
+  } catch (...) {
+    // A faulted device: what it did not run will not run; the program can go.
+  }
+  if (on_unload_) {
+    try {
+      on_unload_();
+    } catch (...) {
+      // Unregistering must not throw out of a destructor; the image is freed regardless.
+    }
+  }
+  image_.reset();
+}
+
+uint32_t AmdProgram::kernarg_bytes() const {
+  const uint32_t explicit_bytes = 8 * num_bufs() + 4 * num_vals();
+  const uint32_t n = std::max<uint32_t>({facts_.kernarg_segment_size, explicit_bytes, 16});
+  return (n + 15) & ~15u;
+}
+
+void AmdProgram::write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals,
+                                size_t nvals) const {
+  if (nbufs != num_bufs() || nvals != num_vals())
+    throw InvalidArgument(cat(device().name(), ": program ", name(), " takes ", num_bufs(), " buffers and ",
+                              num_vals(), " values, got ", nbufs, " and ", nvals));
+  auto* p = static_cast<std::byte*>(dst);
+  std::memset(p, 0, kernarg_bytes());
+  if (nbufs) std::memcpy(p, bufs, nbufs * 8);
+  if (nvals) std::memcpy(p + nbufs * 8, vals, nvals * 4);
+}
+
+}  // namespace hcq::amd

@@ -1,0 +1,67 @@
+// A kernel loaded on an AMD GPU: the code object image uploaded to device memory (relocated for its base), and
+// what a queue needs to encode a dispatch of it — the register values (amd::KernelInfo: RSRC1/2/3, LDS, scratch,
+// whether the kernel wants the dispatch packet pointer in its user SGPRs), the code entry VA (COMPUTE_PGM_LO/HI),
+// the kernel descriptor VA (AQL kernel_object) and the kernarg segment size/alignment.
+//
+// Kernarg layout (the AMD compiler's ABI): num_bufs() 8-byte buffer addresses, then num_vals() 32-bit values, in a
+// segment of kernarg_segment_size() bytes (which may be larger: hidden arguments), kernarg_segment_align() aligned.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "amd/encode.hpp"
+#include "hcq/program.hpp"
+
+namespace hcq::amd {
+
+class AmdDevice;
+class CodeObject;
+class KfdBuffer;
+
+class AmdProgram final : public Program {
+ public:
+  struct Facts {
+    KernelInfo info;                    // register values for the device's target
+    uint64_t code_va = 0;               // first instruction (256-byte aligned)
+    uint64_t descriptor_va = 0;         // the 64-byte kernel descriptor (64-byte aligned)
+    uint64_t image_va = 0, image_size = 0;
+    uint32_t kernarg_segment_size = 0;  // bytes the kernel reads from its kernarg pointer (>= 8*nbufs + 4*nvals)
+    uint32_t kernarg_segment_align = 16;
+    uint32_t num_bufs = 0, num_vals = 0;
+    std::string code_object_id;         // amd::CodeObject::identity()
+  };
+
+  // `image` is the device memory holding the code object; `on_unload` (may be empty) runs at destruction, after the
+  // device has drained, before the image memory is freed.
+  AmdProgram(AmdDevice& dev, std::string name, Facts facts, std::unique_ptr<KfdBuffer> image,
+             std::function<void()> on_unload);
+  // Waits for the device (errors ignored), runs on_unload, then frees the image.
+  ~AmdProgram() override;
+
+  const KernelInfo& info() const { return facts_.info; }
+  uint64_t code_va() const { return facts_.code_va; }
+  uint64_t descriptor_va() const { return facts_.descriptor_va; }
+  uint32_t kernarg_segment_size() const { return facts_.kernarg_segment_size; }
+  uint32_t kernarg_segment_align() const { return facts_.kernarg_segment_align; }
+  bool wants_dispatch_ptr() const { return facts_.info.dispatch_ptr; }
+  const Facts& facts() const { return facts_; }
+
+  // Bytes of kernarg a launch needs: max(kernarg_segment_size, 8*nbufs + 4*nvals), rounded up to 16.
+  uint32_t kernarg_bytes() const;
+  // Writes the explicit arguments into `dst` (kernarg_bytes() long; the rest zeroed): buffer addresses, then values.
+  void write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals, size_t nvals) const;
+
+ private:
+  AmdDevice& amd_;
+  Facts facts_;
+  std::unique_ptr<KfdBuffer> image_;
+  std::function<void()> on_unload_;
+};
+
+// Launch limits of every AMD target we support.
+LaunchLimits amd_launch_limits();
+
+}  // namespace hcq::amd
