@@ -1,0 +1,440 @@
+#include "amd/kfd/amd_queue.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <thread>
+
+#include "amd/aql_facts.hpp"
+#include "amd/kfd/amd_program.hpp"
+#include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
+
+namespace hcq::amd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t load_ptr(volatile uint64_t* p) {
+  return __atomic_load_n(const_cast<uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------------
+// AmdRing
+
+AmdRing::AmdRing(KfdGpu& gpu, const Target& target, KfdQueue::Type type, uint32_t ring_bytes,
+                 std::string device_name)
+    : gpu_(gpu), target_(target), device_name_(std::move(device_name)) {
+  queue_ = gpu_.create_queue(type, ring_bytes);
+  ring_words_ = ring_bytes / 4;
+  ring_ = static_cast<uint32_t*>(queue_->ring());
+}
+
+const char* AmdRing::kind_name() const {
+  switch (queue_->type()) {
+    case KfdQueue::Type::compute_pm4: return "PM4 compute";
+    case KfdQueue::Type::sdma: return "SDMA";
+    case KfdQueue::Type::compute_aql: return "AQL compute";
+  }
+  return "?";
+}
+
+uint64_t AmdRing::read_words() const { return load_ptr(queue_->read_ptr()) / units_per_word(); }
+
+void AmdRing::publish(uint64_t pos_words) {
+  if (pos_words == published_words_) return;
+  queue_->submit(pos_words * units_per_word());
+  published_words_ = pos_words;
+}
+
+std::string AmdRing::describe() const {
+  // No lock: the pointers are read atomically, and a submitter waiting for room must not block a hang report.
+  const char* units = units_per_word() == 4 ? "bytes" : "dwords";
+  return cat(kind_name(), " queue ", queue_->queue_id(), ": rptr ", load_ptr(queue_->read_ptr()), " wptr ",
+             load_ptr(queue_->write_ptr()), " (", units, ", ring of ", queue_->ring_bytes(), " bytes)");
+}
+
+void AmdRing::wait_room(uint64_t pos, uint64_t need) {
+  if (pos + need - read_words() <= ring_words_) [[likely]]
+    return;
+  publish(pos);  // what is already written must reach the GPU, or it never frees room
+  const auto limit = knobs::wait_timeout();
+  uint64_t seen = read_words();
+  auto moved_at = Clock::now();
+  auto sleep = std::chrono::microseconds(1);
+  for (;;) {
+    const uint64_t r = read_words();
+    if (pos + need - r <= ring_words_) return;
+    const auto now = Clock::now();
+    if (r != seen) {
+      seen = r;
+      moved_at = now;
+      sleep = std::chrono::microseconds(1);
+    } else if (now - moved_at >= limit) {
+      const std::optional<std::string> fault = gpu_.poll_exception();
+      const char* units = units_per_word() == 4 ? "bytes" : "dwords";
+      throw TimeoutError(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": no room for ", need,
+                             " dwords in the ring of ", queue_->ring_bytes(), " bytes after ", limit.count(),
+                             " ms: the GPU's read pointer stays at rptr ", r * units_per_word(), ", wptr ",
+                             pos * units_per_word(), " (", units, ")", fault ? "; " : "", fault ? *fault : ""));
+    }
+    if (sleep.count() < 4)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(200));
+  }
+}
+
+void AmdRing::fill(uint32_t n, uint64_t& pos) {
+  // Only ever up to the ring end, so the filler itself never wraps.
+  wait_room(pos, n);
+  filler_.clear();
+  const bool sdma = queue_->type() == KfdQueue::Type::sdma;
+  const uint32_t max_packet = sdma ? target_.sdma->nop->find("count")->mask() + 1 : pm4::kNopCountHeaderOnly + 1;
+  for (uint32_t left = n; left > 0;) {
+    const uint32_t k = std::min(left, max_packet);
+    if (sdma)
+      SdmaEncoder(target_, filler_).nop(k);
+    else
+      Pm4Encoder(target_, filler_).nop(k);
+    left -= k;
+  }
+  std::memcpy(ring_ + pos % ring_words_, filler_.data(), filler_.size() * 4);
+  pos += n;
+}
+
+void AmdRing::put(std::span<const uint32_t> group, uint64_t& pos) {
+  const uint64_t n = group.size();
+  if (n == 0) return;
+  if (n > ring_words_)
+    throw InvalidArgument(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": a packet group of ",
+                              n, " dwords does not fit the ring of ", ring_words_, " dwords"));
+  const uint64_t off = pos % ring_words_;
+  if (off + n > ring_words_) fill(static_cast<uint32_t>(ring_words_ - off), pos);
+  wait_room(pos, n);
+  std::memcpy(ring_ + pos % ring_words_, group.data(), n * 4);
+  pos += n;
+}
+
+uint64_t AmdRing::submit(std::span<const uint32_t> words, std::span<const uint32_t> starts,
+                         std::span<const uint32_t> tail) {
+  std::lock_guard lock(mu_);
+  uint64_t pos = wptr_words_;
+  try {
+    if (starts.empty()) {
+      put(words, pos);
+    } else {
+      for (size_t i = 0; i < starts.size(); ++i) {
+        const size_t b = starts[i], e = i + 1 < starts.size() ? starts[i + 1] : words.size();
+        put(words.subspan(b, e - b), pos);
+      }
+    }
+    put(tail, pos);
+  } catch (...) {
+    // Part of the submission may already be published; what is written stays (the GPU may be reading it), so
+    // the ring stays consistent: the next submission continues after it.
+    wptr_words_ = pos;
+    publish(pos);
+    throw;
+  }
+  wptr_words_ = pos;
+  publish(pos);
+  return pos;
+}
+
+bool AmdRing::wait_consumed(uint64_t end_words, std::chrono::milliseconds timeout) const {
+  const auto until = Clock::now() + timeout;
+  auto sleep = std::chrono::microseconds(1);
+  while (read_words() < end_words) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(500));
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// AmdQueue
+
+AmdQueue::AmdQueue(Device& dev, QueueKind kind, AmdRing& ring) : HWQueue(dev, kind), ring_(ring) {
+  words_.reserve(128);
+  starts_.reserve(16);
+}
+
+AmdQueue::~AmdQueue() {
+  if (side_.empty()) return;
+  if (last_end_ != 0 && !ring_.wait_consumed(last_end_, knobs::wait_timeout())) return;  // leaked, not reused
+  for (const SideBlock& b : side_) device().free_side(b);
+}
+
+void AmdQueue::flush_patches() {
+  for (const RecordingSink::Entry& e : sink_.entries) patch_word(e.word, e.value, e.kind, e.shift, e.lo_bit, e.nbits);
+  sink_.entries.clear();
+}
+
+std::byte* AmdQueue::bind_to_side(std::span<const uint32_t> words) {
+  const SideBlock block = device().alloc_side(words.size_bytes(), 256);
+  side_.push_back(block);
+  std::memcpy(block.host, words.data(), words.size_bytes());
+  bound_ = block;
+  return block.host;
+}
+
+void AmdQueue::submit_groups(std::span<const uint32_t> words, std::span<const uint32_t> tail) {
+  last_end_ = ring_.submit(words, starts_, tail);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// PM4 compute queue
+
+void AmdPm4Queue::encode_wait(Sym signal_addr, Sym value) {
+  start_group();
+  enc().wait(signal_addr, value);
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_signal(Sym signal_addr, Sym value) {
+  // End-of-pipe with the caches flushed: the clock at +8, then the 64-bit value at +0 (in order: a reader that
+  // sees the value sees the clock).
+  start_group();
+  Pm4Encoder e = enc();
+  e.release_mem(target().pm4->release_flush_all, pm4::DATA_GPU_CLOCK, pm4::INT_NONE, signal_addr + 8, 0u, 0);
+  e.release_mem(0, pm4::DATA_64, pm4::INT_NONE, signal_addr, value, 0);
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_timestamp(Sym signal_addr) {
+  start_group();
+  enc().timestamp(signal_addr + 8);
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
+                              const Dims& local) {
+  // HWQueue::exec checked that the program was loaded on this device, and AmdDevice loads only AmdPrograms.
+  const auto* p = dynamic_cast<const AmdProgram*>(&program);
+  if (p == nullptr)
+    throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ", which is not an AMD program"));
+  const KernelInfo& k = p->info();
+  if (k.private_segment_size != 0)
+    throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": the kernel needs ",
+                              k.private_segment_size, " bytes of scratch per work-item, which AMD queues do not "
+                              "allocate yet"));
+
+  // Side memory: the AQL-layout dispatch packet (the kernel's dispatch pointer) at +0, the kernarg segment after it.
+  const uint64_t explicit_bytes = args.bufs.size() * 8 + args.vals.size() * 4;
+  const uint64_t kernarg_bytes = (std::max<uint64_t>(p->kernarg_segment_size(), explicit_bytes) + 15) & ~uint64_t{15};
+  const uint64_t kalign = std::max<uint64_t>(16, p->kernarg_segment_align());
+  const uint64_t karg_off = (aql::kPacketBytes + kalign - 1) / kalign * kalign;
+  const SideBlock side = device().alloc_side(karg_off + kernarg_bytes, std::max<uint64_t>(64, kalign));
+  side_.push_back(side);
+  std::memset(side.host, 0, karg_off + kernarg_bytes);
+  std::byte* kargs = side.host + karg_off;
+  const uint64_t kargs_va = side.va + karg_off;
+  for (size_t i = 0; i < args.bufs.size(); ++i)
+    patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + 8 * i), PatchList::Kind::u64});
+  for (size_t i = 0; i < args.vals.size(); ++i)
+    patches_.add(args.vals[i], {PatchList::kAbsolute,
+                                reinterpret_cast<uint64_t>(kargs + 8 * args.bufs.size() + 4 * i),
+                                PatchList::Kind::u32});
+
+  // The dispatch packet, written field by field from the AQL facts; symbolic dims become field patches.
+  auto* pkt = reinterpret_cast<uint32_t*>(side.host);
+  const Layout& l = aql::kKernelDispatch;
+  auto field = [&](const char* name) -> const Field& { return *l.find(name); };
+  auto set = [&](const Field& f, uint64_t v) {
+    if (f.is64()) {
+      pkt[f.dword] = static_cast<uint32_t>(v);
+      pkt[f.dword + 1] = static_cast<uint32_t>(v >> 32);
+    } else {
+      pkt[f.dword] |= f.place(v);
+    }
+  };
+  // value << lo_extra into field f: a patch writes (var + add) >> shift into [lo, lo + nbits) of its word.
+  auto set_sym = [&](const Field& f, const Sym& v, uint8_t lo_extra) {
+    if (v.is_const()) return set(f, v.add << lo_extra);
+    patches_.add(v, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(pkt + f.dword), PatchList::Kind::field, 0,
+                     static_cast<uint8_t>(f.lo + lo_extra), static_cast<uint8_t>(f.width - lo_extra)});
+  };
+  set(field("type"), aql::KERNEL_DISPATCH);
+  set(field("barrier"), 1);
+  set(field("acquire_fence_scope"), aql::SCOPE_SYSTEM);
+  set(field("release_fence_scope"), aql::SCOPE_SYSTEM);
+  set(field("dimensions"), 3);
+  static const char* const kWg[3] = {"workgroup_size_x", "workgroup_size_y", "workgroup_size_z"};
+  static const char* const kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+  for (int i = 0; i < 3; ++i) {
+    set_sym(field(kWg[i]), local[i], 0);
+    // grid (work-items) = groups * local. Both constant: the product. One symbolic: exact only when the other is a
+    // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused.
+    const Sym& g = global[i];
+    const Sym& w = local[i];
+    const Field& gf = field(kGrid[i]);
+    if (g.is_const() && w.is_const()) {
+      const uint64_t n = g.add * w.add;
+      if (n > 0xffffffffull)
+        throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": grid dim ", i, " of ", n,
+                                  " work-items does not fit 32 bits"));
+      set(gf, n);
+    } else if (!g.is_const() && !w.is_const()) {
+      throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": global and local dim ", i,
+                                " are both symbolic; the dispatch packet's grid size (their product) cannot be "
+                                "patched"));
+    } else {
+      const Sym& sym = g.is_const() ? w : g;
+      const uint64_t c = g.is_const() ? g.add : w.add;
+      if (c == 0 || !std::has_single_bit(c) || c > (1u << 16))
+        throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": dim ", i, " has a symbolic ",
+                                  g.is_const() ? "local" : "global", " size times a constant ", c,
+                                  ", which is not a power of two: the dispatch packet's grid size cannot be patched "
+                                  "(use a power-of-two constant or make both constant)"));
+      set_sym(gf, sym, static_cast<uint8_t>(std::countr_zero(c)));
+    }
+  }
+  set(field("group_segment_size"), k.group_segment_size);
+  set(field("private_segment_size"), k.private_segment_size);
+  set(field("kernel_object"), p->descriptor_va());
+  set(field("kernarg_address"), kargs_va);
+
+  DispatchArgs a;
+  a.code_addr = p->code_va();
+  a.kernarg_addr = kargs_va;
+  a.dispatch_packet_addr = side.va;
+  a.scratch_addr = 0u;
+  a.groups = global;
+  a.local = local;
+  const size_t words_before = words_.size(), starts_before = starts_.size();
+  start_group();
+  try {
+    enc().exec(k, a);
+  } catch (...) {
+    words_.resize(words_before);  // the queue stays as it was before this exec
+    starts_.resize(starts_before);
+    sink_.entries.clear();
+    throw;
+  }
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_copy(Sym, Sym, uint64_t size) {
+  throw InvalidArgument(cat(device().name(), ": copy of ", size, " bytes on the PM4 compute queue: AMD copies run "
+                            "on the SDMA copy queue (copy_queue())"));
+}
+
+void AmdPm4Queue::encode_memory_barrier() {
+  start_group();
+  enc().memory_barrier();
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_write(Sym addr, Sym value, Width width) {
+  start_group();
+  enc().write(addr, value, width == Width::b64);
+  flush_patches();
+}
+
+void AmdPm4Queue::encode_poll_bit(Sym addr, uint32_t mask, bool set) {
+  start_group();
+  enc().poll_bits(addr, mask, set ? mask : 0u);
+  flush_patches();
+}
+
+std::byte* AmdPm4Queue::bind_words(std::span<const uint32_t> words) {
+  const uint32_t max = pm4::kIndirectBuffer.find("ib_size")->mask();
+  if (words.empty() || words.size() > max)
+    throw InvalidArgument(cat(device().name(), ": bind of a PM4 queue of ", words.size(),
+                              " dwords: an INDIRECT_BUFFER holds 1..", max));
+  return bind_to_side(words);
+}
+
+void AmdPm4Queue::submit_words(uint64_t completion_addr, uint64_t seq) {
+  tail_.clear();
+  Pm4Encoder t(target(), tail_);
+  if (bound()) t.indirect_buffer(bound_.va, static_cast<uint32_t>(words_.size()));
+  if (completion_addr != 0) t.write(completion_addr, seq, true);
+  if (bound())
+    last_end_ = ring_.submit({}, {}, tail_);
+  else
+    submit_groups(words_, tail_);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// SDMA copy queue
+
+void AmdSdmaQueue::encode_wait(Sym signal_addr, Sym value) {
+  start_group();
+  enc().wait(signal_addr, value);
+  flush_patches();
+}
+
+void AmdSdmaQueue::encode_signal(Sym signal_addr, Sym value) {
+  // SDMA runs its packets in order: the clock at +8, then the value with two 32-bit FENCEs, low word first (a
+  // reader may see the new low word with the old high one: never a value above the new one).
+  start_group();
+  SdmaEncoder e = enc();
+  e.timestamp(signal_addr + 8);
+  e.fence(signal_addr, value);
+  if (value.is_const()) {
+    e.fence(signal_addr + 4, static_cast<uint32_t>(value.add >> 32));
+  } else {
+    e.fence(signal_addr + 4, 0u);
+    patch_word(words_.size() - 1, value, PatchList::Kind::u32, 32);
+  }
+  flush_patches();
+}
+
+void AmdSdmaQueue::encode_timestamp(Sym signal_addr) {
+  start_group();
+  enc().timestamp(signal_addr + 8);
+  flush_patches();
+}
+
+void AmdSdmaQueue::encode_exec(const Program& program, const LaunchArgs&, const Dims&, const Dims&) {
+  throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), " on the SDMA copy queue"));
+}
+
+void AmdSdmaQueue::encode_copy(Sym dst, Sym src, uint64_t size) {
+  // One group per COPY_LINEAR, so a long copy can stream through a ring smaller than itself.
+  const uint64_t max = target().sdma->max_copy_bytes;
+  for (uint64_t done = 0; done < size; done += max) {
+    start_group();
+    enc().copy(dst + static_cast<int64_t>(done), src + static_cast<int64_t>(done), std::min(max, size - done));
+  }
+  flush_patches();
+}
+
+void AmdSdmaQueue::encode_memory_barrier() {
+  throw InvalidArgument(cat(device().name(), ": memory_barrier on the SDMA copy queue: the HDP flush it needs is "
+                            "not encoded for SDMA; put the barrier on the compute queue"));
+}
+
+void AmdSdmaQueue::encode_write(Sym addr, Sym value, Width width) {
+  start_group();
+  enc().write(addr, value, width == Width::b64);
+  flush_patches();
+}
+
+void AmdSdmaQueue::encode_poll_bit(Sym addr, uint32_t mask, bool set) {
+  start_group();
+  enc().poll_bits(addr, mask, set ? mask : 0u);
+  flush_patches();
+}
+
+std::byte* AmdSdmaQueue::bind_words(std::span<const uint32_t> words) {
+  if (words.empty()) throw InvalidArgument(cat(device().name(), ": bind of an empty SDMA queue"));
+  return bind_to_side(words);
+}
+
+void AmdSdmaQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
+  tail_.clear();
+  if (completion_addr != 0) SdmaEncoder(target(), tail_).write(completion_addr, seq, true);
+  const std::span<const uint32_t> words =
+      bound() ? std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(bound_.host), words_.size())
+              : std::span<const uint32_t>(words_);
+  submit_groups(words, tail_);
+}
+
+}  // namespace hcq::amd
