@@ -19,6 +19,7 @@
 #include "hcq/knobs.hpp"
 #include "hcq/process.hpp"
 #include "sim/kfd/sim_amd_device.hpp"
+#include "sim/kfd/sim_kfd.hpp"
 
 namespace hcq {
 namespace {
@@ -203,6 +204,12 @@ std::vector<std::string> available_devices() {
     } catch (const Error&) {
     }
   }
+  return names;
+}
+
+std::vector<std::string> simulated_devices() {
+  std::vector<std::string> names;
+  for (const std::string& gfx : sim::SimGpuSpec::names()) names.push_back("SIM-AMD:" + gfx);
   return names;
 }
 

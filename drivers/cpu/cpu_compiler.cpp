@@ -163,7 +163,8 @@ CpuCompiler::CpuCompiler(Os& os) : cc_(knobs::cpu_cc()), target_(host_target(os)
 std::string CpuCompiler::options() const {
   std::string s;
   for (const std::string& f : cpu_compile_flags()) s += (s.empty() ? "" : " ") + f;
-  return s;
+  // The prelude is part of every kernel: a changed ABI must never be served a binary cached for the old one.
+  return s + "\nprelude:\n" + kKernelAbiSource;
 }
 
 std::string CpuCompiler::identity() const {

@@ -21,6 +21,10 @@ std::vector<std::string> known_device_patterns();
 // Every device name that opens on this machine (opening them). Order: probe order.
 std::vector<std::string> available_devices();
 
+// The simulated GPUs this build can open (SIM-AMD:<target>, ...): real drivers/ code over a simulated kernel
+// driver. Not part of the default probe: a simulator is never picked by accident.
+std::vector<std::string> simulated_devices();
+
 // Why a known device kind is absent here: {name pattern, reason}. Empty reason means it opened.
 std::vector<std::pair<std::string, std::string>> probe_report();
 

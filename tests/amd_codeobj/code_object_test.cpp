@@ -45,11 +45,12 @@ TEST_P(CodeObjectPerTarget, CKernelFactsFromDescriptorAndMetadata) {
   EXPECT_EQ(co.kernel_at_descriptor(k.descriptor_offset), &k);
   EXPECT_EQ(co.kernel_at_code(k.descriptor_offset), nullptr);
   EXPECT_TRUE(k.descriptor.kernel_code_properties & KernelDescriptor::kKernargSegmentPtr);
-  EXPECT_TRUE(k.descriptor.kernel_code_properties & KernelDescriptor::kDispatchPtr);  // local size, grid
+  // The dims come from the launch block in the kernarg segment: the kernel does not ask for the dispatch pointer.
+  EXPECT_FALSE(k.descriptor.kernel_code_properties & KernelDescriptor::kDispatchPtr);
 
   const Target& t = Target::from_gfx(gfx);
   const KernelInfo info = co.info("axpb", t);
-  EXPECT_TRUE(info.dispatch_ptr);
+  EXPECT_FALSE(info.dispatch_ptr);
   EXPECT_EQ(info.wave32, gfx != "gfx942");
   EXPECT_EQ(info.group_segment_size, 0u);
   EXPECT_EQ(info.private_segment_size, 0u);

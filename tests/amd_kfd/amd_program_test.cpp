@@ -71,6 +71,8 @@ TEST_P(AmdProgramTest, KernelFacts) {
   EXPECT_EQ(f.code_object_id, co.identity());
   EXPECT_GE(f.kernarg_segment_size, 8u * 2 + 4u * 3);
   EXPECT_GE(p->kernarg_bytes(), f.kernarg_segment_size);
+  EXPECT_EQ(p->launch_block_offset(), 8u * 2 + 4u * 3);
+  EXPECT_GE(p->kernarg_bytes(), p->launch_block_offset() + AmdProgram::kLaunchBlockBytes);
   EXPECT_EQ(p->kernarg_bytes() % 16, 0u);
   // The info is what the code object says for this target.
   const KernelInfo want = co.info("axpb", Target::from_gfx(GetParam()));
@@ -78,7 +80,7 @@ TEST_P(AmdProgramTest, KernelFacts) {
   EXPECT_EQ(p->info().rsrc2, want.rsrc2);
   EXPECT_EQ(p->info().rsrc3, want.rsrc3);
   EXPECT_EQ(p->wants_dispatch_ptr(), want.dispatch_ptr);
-  EXPECT_TRUE(p->wants_dispatch_ptr()) << "HCQ kernels read the workgroup size from the dispatch packet";
+  EXPECT_FALSE(p->wants_dispatch_ptr()) << "HCQ kernels read their dims from the launch block, not the dispatch packet";
   if (std::string(GetParam()) == "gfx942") {
     EXPECT_FALSE(p->info().wave32);
   }
@@ -96,15 +98,18 @@ TEST_P(AmdProgramTest, KernargLayout) {
   std::vector<uint8_t> ka(p->kernarg_bytes(), 0xff);
   const uint64_t bufs[2] = {0x1111222233334444ull, 0x5555666677778888ull};
   const uint32_t vals[3] = {1, 2, 3};
-  p->write_kernargs(ka.data(), bufs, 2, vals, 3);
+  p->write_kernargs(ka.data(), bufs, 2, vals, 3, {5, 6, 7}, {64, 2, 1});
   uint64_t b[2];
-  uint32_t v[3];
+  uint32_t v[3], launch[6];
   std::memcpy(b, ka.data(), 16);
   std::memcpy(v, ka.data() + 16, 12);
+  std::memcpy(launch, ka.data() + 28, 24);
   EXPECT_EQ(b[1], bufs[1]);
   EXPECT_EQ(v[2], 3u);
+  const uint32_t want_launch[6] = {5, 6, 7, 64, 2, 1};  // num_groups[3], local_size[3]
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(launch[i], want_launch[i]) << i;
   EXPECT_EQ(ka.back(), 0u) << "the rest of the segment is zeroed";
-  EXPECT_THROW(p->write_kernargs(ka.data(), bufs, 1, vals, 3), InvalidArgument);
+  EXPECT_THROW(p->write_kernargs(ka.data(), bufs, 1, vals, 3, {1, 1, 1}, {1, 1, 1}), InvalidArgument);
 }
 
 TEST_P(AmdProgramTest, UnknownKernelNamesWhatIsThere) {
@@ -156,17 +161,12 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   ASSERT_NE(p, nullptr);
   const uint32_t n = 1000, local = 64, groups = (n + local - 1) / local;
   Allocation in = host_mem(n * 4), out = host_mem(n * 4), ka = host_mem(p->kernarg_bytes()),
-             pkt = host_mem(64), sig = host_mem(64);
+             sig = host_mem(64);
   for (uint32_t i = 0; i < n; ++i) static_cast<float*>(in.host_ptr())[i] = static_cast<float>(i);
   const uint64_t bufs[2] = {out.va, in.va};
   const uint32_t vals[3] = {n, 3, 7};
-  p->write_kernargs(ka.host_ptr(), bufs, 2, vals, 3);
-  // The dispatch packet the kernel reads its workgroup size and grid from (hsa_kernel_dispatch_packet_t).
-  auto* pk = static_cast<uint8_t*>(pkt.host_ptr());
-  const uint16_t wg[3] = {static_cast<uint16_t>(local), 1, 1};
-  const uint32_t grid[3] = {groups * local, 1, 1};
-  std::memcpy(pk + 4, wg, 6);
-  std::memcpy(pk + 12, grid, 12);
+  // The kernel reads its group counts and workgroup size from the launch block after the values.
+  p->write_kernargs(ka.host_ptr(), bufs, 2, vals, 3, {groups, 1, 1}, {local, 1, 1});
 
   const Target& t = Target::from_gfx(GetParam());
   std::vector<uint32_t> words;
@@ -174,7 +174,6 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   DispatchArgs a;
   a.code_addr = p->code_va();
   a.kernarg_addr = ka.va;
-  a.dispatch_packet_addr = pkt.va;
   a.scratch_addr = 0u;
   a.groups = {Sym(groups), Sym(1u), Sym(1u)};
   a.local = {Sym(local), Sym(1u), Sym(1u)};
@@ -204,7 +203,7 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   }
   EXPECT_TRUE(fault.has_value()) << "the faulted dispatch raised no KFD exception event";
   EXPECT_NE(*static_cast<volatile uint32_t*>(sig.host_ptr()), 43u) << "the signal after a faulted dispatch ran";
-  for (const Allocation& m : {in, out, ka, pkt, sig}) dev_->free_memory(m);
+  for (const Allocation& m : {in, out, ka, sig}) dev_->free_memory(m);
 }
 
 INSTANTIATE_TEST_SUITE_P(SimAmd, AmdProgramTest, ::testing::Values("gfx1100", "gfx942", "gfx1201"));

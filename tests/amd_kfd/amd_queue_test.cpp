@@ -319,11 +319,26 @@ TEST_P(AmdQueueTest, ExecWithConstantAndSymbolicDims) {
       ASSERT_EQ(fo[i], i < count ? static_cast<float>(i) * (round + 2) + 1 : 0.0f) << "round " << round << " at " << i;
   }
 
-  // Symbolic dims that the dispatch packet cannot carry exactly are refused.
-  EXPECT_THROW(dev_->compute_queue()->exec(*p, LaunchArgs{{out.va, in.va}, {n, 3u, 7u}}, Dims{Var{0}, 1u, 1u},
-                                           Dims{48u, 1u, 1u}),
+  // Global and local both symbolic, local not a power of two: the launch block and the registers take each as is.
+  auto both = dev_->compute_queue();
+  both->exec(*p, LaunchArgs{{out.va, in.va}, {n, 5u, 1u}}, Dims{Var{0}, 1u, 1u}, Dims{Var{1}, 1u, 1u});
+  both->signal(done, Var{2});
+  both->bind();
+  for (uint32_t round = 0; round < 2; ++round) {
+    const uint32_t local = round == 0 ? 48 : 100, groups = (n + local - 1) / local;
+    std::memset(out.host_ptr(), 0, n * 4);
+    const uint64_t vars[] = {groups, local, 10 + round};
+    both->submit(vars);
+    wait(done, 10 + round);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(fo[i], static_cast<float>(i) * 5 + 1) << "local " << local << " at " << i;
+  }
+
+  // A kernel that reads the dispatch packet (hand-written IR) still gets one; symbolic dims whose product the
+  // packet's grid size cannot carry are refused for it.
+  std::unique_ptr<Program> lds = dev_->load_program("lds_reverse", test::lds_code_object(GetParam()));
+  EXPECT_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u}, Dims{48u, 1u, 1u}),
                InvalidArgument);
-  EXPECT_THROW(dev_->compute_queue()->exec(*p, LaunchArgs{{out.va, in.va}, {n, 3u, 7u}}, Dims{Var{0}, 1u, 1u},
+  EXPECT_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u},
                                            Dims{Var{1}, 1u, 1u}),
                InvalidArgument);
   EXPECT_THROW(dev_->copy_queue()->exec(*p, LaunchArgs{{out.va, in.va}, {n, 3u, 7u}}, Dims{1u, 1u, 1u},

@@ -57,6 +57,9 @@ HCQ_KERNEL(mark_threads, 1, 1) {
 const std::vector<ConformanceDevice> kDevices = {
     // The CPU device always exists; CPU:1 is a second instance of it for the cross-device tests.
     {"CPU:0", "CPU:1"},
+    {"SIM-AMD:gfx1100", std::nullopt},
+    {"SIM-AMD:gfx942", std::nullopt},
+    {"SIM-AMD:gfx1201", std::nullopt},
     // Later: {"SIM-AMD:gfx1100", ...}, {"SIM-NV:ampere", ...} (a peer once the simulator opens two of a kind).
 };
 

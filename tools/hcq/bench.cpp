@@ -326,16 +326,16 @@ void print_json(const std::vector<DeviceResult>& results) {
 // One row of the human table: device, metric, value, target, whether it is met.
 void print_row(const DeviceResult& r, const char* metric, const std::string& value, const std::string& target = "",
                std::optional<bool> met = std::nullopt) {
-  std::printf("%s%s%s%s%s\n", pad(r.name, 10).c_str(), pad(metric, 26).c_str(), pad(value, 20).c_str(),
+  std::printf("%s%s%s%s%s\n", pad(r.name, 18).c_str(), pad(metric, 26).c_str(), pad(value, 20).c_str(),
               pad(target, 18).c_str(), met ? (*met ? "yes" : "NO") : "");
 }
 
 void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
-  std::printf("%s%s%s%s%s\n", pad("DEVICE", 10).c_str(), pad("METRIC", 26).c_str(), pad("VALUE", 20).c_str(),
+  std::printf("%s%s%s%s%s\n", pad("DEVICE", 18).c_str(), pad("METRIC", 26).c_str(), pad("VALUE", 20).c_str(),
               pad("TARGET", 18).c_str(), "MET");
   for (const DeviceResult& r : results) {
     if (r.interface.empty()) {  // it did not open: there is nothing but the reason to show
-      for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 10).c_str(), e.c_str());
+      for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 18).c_str(), e.c_str());
       continue;
     }
     auto met = [](double value, bool ok) { return std::isfinite(value) ? std::optional<bool>(ok) : std::nullopt; };
@@ -361,7 +361,7 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
       print_row(r, metric, shown, ">= 80% memcpy", met(ratio, ratio >= kCopyToMemcpyTarget));
     }
     print_row(r, "memcpy_gbps", fixed(r.memcpy_gbps, 2), "(yardstick)");
-    for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 10).c_str(), e.c_str());
+    for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 18).c_str(), e.c_str());
   }
   std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n",
               cfg.launch_runs, cfg.enqueue_runs, cfg.execs_per_queue, human_bytes(cfg.copy_bytes).c_str(),
@@ -398,6 +398,7 @@ int run_bench(std::span<const std::string_view> args) {
     names.push_back(*only_device);
   } else {
     names = available_devices();
+    for (std::string& sim : simulated_devices()) names.push_back(std::move(sim));
     if (names.empty()) {
       std::fprintf(stderr, "hcq bench: no device opened; 'hcq info' says why\n");
       return kExitFailure;

@@ -53,12 +53,12 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
   if (devices.empty()) {
     std::printf("no device opened\n");
   } else {
-    std::printf("%s%s%s%s%s%s\n", pad("NAME", 14).c_str(), pad("INTERFACE", 11).c_str(), pad("ARCH", 16).c_str(),
-                pad("MEMORY", 12).c_str(), pad("QUEUES", 20).c_str(), "DRIVER");
+    std::printf("%s%s%s%s%s%s\n", pad("NAME", 18).c_str(), pad("INTERFACE", 11).c_str(), pad("ARCH", 16).c_str(),
+                pad("MEMORY", 12).c_str(), pad("QUEUES", 22).c_str(), "DRIVER");
     for (const DeviceInfo& d : devices) {
       std::string queues = std::to_string(d.compute_queues) + " compute, " + std::to_string(d.copy_queues) + " copy";
-      std::printf("%s%s%s%s%s%s\n", pad(d.name, 14).c_str(), pad(d.interface, 11).c_str(), pad(d.arch, 16).c_str(),
-                  pad(human_bytes(d.memory_bytes), 12).c_str(), pad(queues, 20).c_str(),
+      std::printf("%s%s%s%s%s%s\n", pad(d.name, 18).c_str(), pad(d.interface, 11).c_str(), pad(d.arch, 16).c_str(),
+                  pad(human_bytes(d.memory_bytes), 12).c_str(), pad(queues, 22).c_str(),
                   d.driver_version.empty() ? "-" : d.driver_version.c_str());
     }
   }
@@ -85,7 +85,9 @@ int run_info(std::span<const std::string_view> args) {
 
   std::vector<DeviceInfo> devices;
   std::vector<Unavailable> unavailable;
-  for (const std::string& name : available_devices()) {
+  std::vector<std::string> names = available_devices();
+  for (std::string& sim : simulated_devices()) names.push_back(std::move(sim));
+  for (const std::string& name : names) {
     // A device that opened for the probe can still fail to describe itself; that is reported, not fatal.
     try {
       devices.push_back(open_device(name).info());

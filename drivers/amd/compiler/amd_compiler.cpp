@@ -144,8 +144,13 @@ std::vector<std::string> AmdCompiler::c_flags() const {
 
 std::string AmdCompiler::options() const {
   std::string s = lang_ == SourceLanguage::c ? "lang=c" : "lang=llvm-ir";
-  if (lang_ == SourceLanguage::c)
+  if (lang_ == SourceLanguage::c) {
     for (const std::string& f : c_flags()) s += " " + f;
+    // The prelude is part of every C kernel: a changed ABI must not be served a cached binary built for the old one.
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (const char* c = kAmdKernelAbiSource; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+    s += cat(" prelude=", hex(h));
+  }
   return s + " | ir: O2 codegen=Default reloc=pic cov5 +.hcq.source | link: -shared --no-undefined";
 }
 

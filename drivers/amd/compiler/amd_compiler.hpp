@@ -39,7 +39,7 @@ class AmdCompiler final : public Compiler {
   // "LLVM 19.1.7; <clang --version>; <ld.lld --version>" (the tool versions are asked once).
   std::string identity() const override;
   std::string target() const override { return gfx_; }
-  // The language and every flag that changes the output.
+  // The language, every flag that changes the output, and (for C) a hash of the ABI prelude.
   std::string options() const override;
 
   // The stages, for tests and tools.

@@ -6,10 +6,14 @@
  * HCQ_KERNEL(name, nbufs, nvals) emits `name` as an ordinary function plus `name_hcq_desc`; the compiler then turns
  * `name` into an amdgpu_kernel whose explicit arguments are nbufs global pointers followed by nvals 32-bit values,
  * so the kernarg segment and the code object's metadata say exactly what the body reads:
- *   kernarg segment = nbufs buffer addresses (8 bytes each), then nvals 32-bit values.
- * The body reads them through the kernarg segment pointer. Workgroup ids come from the workgroup-id SGPRs; the
- * workgroup size and the grid come from the dispatch packet (hsa_kernel_dispatch_packet_t, through the dispatch
- * pointer): workgroup_size_x/y/z are 16-bit at +4/+6/+8, grid_size_x/y/z 32-bit at +12/+16/+20, in work-items.
+ *   kernarg segment = nbufs buffer addresses (8 bytes each), then nvals 32-bit values (then the launch block
+ *   below, which the queue adds and the metadata does not describe).
+ * The body reads them through the kernarg segment pointer. Workgroup ids come from the workgroup-id SGPRs. Right
+ * after the explicit arguments (byte 8*nbufs + 4*nvals) the queue writes a launch block:
+ *   uint32_t num_groups[3]; uint32_t local_size[3];
+ * rather than using the dispatch packet's grid (work-items = groups * local): a queue patch can store a symbolic
+ * group count or local size as is, but cannot multiply two of them. So kernels never read the dispatch pointer
+ * (LLVM then does not enable it, and the kernarg pointer is the first user SGPR pair).
  * HCQ_FOR_EACH_THREAD runs its body once, in each GPU thread, with that thread's local ids.
  *
  * Math: the functions the AMDGPU backend lowers natively map to clang builtins; any other libm call is an
@@ -30,8 +34,8 @@ typedef struct hcq_kernel_desc {
 } hcq_kernel_desc;
 
 typedef struct hcq_dispatch {
-  const HCQ_AS_CONSTANT unsigned char *kernargs; /* buffers (8-byte addresses), then 32-bit values */
-  uint32_t nbufs;
+  const HCQ_AS_CONSTANT unsigned char *kernargs; /* buffers (8-byte addresses), 32-bit values, launch block */
+  uint32_t nbufs, nvals;
 } hcq_dispatch;
 
 #define HCQ_KERNEL(name, nbufs, nvals)                                                              \
@@ -39,7 +43,7 @@ typedef struct hcq_dispatch {
   static inline __attribute__((always_inline)) void name##_hcq_body(const hcq_dispatch *hcq_d);     \
   void name(void) {                                                                                 \
     const hcq_dispatch d = {(const HCQ_AS_CONSTANT unsigned char *)__builtin_amdgcn_kernarg_segment_ptr(), \
-                            (nbufs)};                                                               \
+                            (nbufs), (nvals)};                                                      \
     name##_hcq_body(&d);                                                                            \
   }                                                                                                 \
   static inline __attribute__((always_inline)) void name##_hcq_body(const hcq_dispatch *hcq_d)
@@ -47,25 +51,17 @@ typedef struct hcq_dispatch {
 #define HCQ_BUF(T, i) ((T *)(uintptr_t)((const HCQ_AS_CONSTANT uint64_t *)hcq_d->kernargs)[i])
 #define HCQ_VAL(i) (((const HCQ_AS_CONSTANT uint32_t *)(hcq_d->kernargs + 8u * hcq_d->nbufs))[i])
 
-static inline __attribute__((always_inline)) const HCQ_AS_CONSTANT unsigned char *hcq_packet(void) {
-  return (const HCQ_AS_CONSTANT unsigned char *)__builtin_amdgcn_dispatch_ptr();
-}
 static inline __attribute__((always_inline)) uint32_t hcq_group_id(uint32_t d) {
   return d == 0 ? __builtin_amdgcn_workgroup_id_x() : d == 1 ? __builtin_amdgcn_workgroup_id_y()
                                                              : __builtin_amdgcn_workgroup_id_z();
 }
-static inline __attribute__((always_inline)) uint32_t hcq_local_size(uint32_t d) {
-  return ((const HCQ_AS_CONSTANT uint16_t *)(hcq_packet() + 4))[d];
-}
-static inline __attribute__((always_inline)) uint32_t hcq_num_groups(uint32_t d) {
-  const uint32_t grid = ((const HCQ_AS_CONSTANT uint32_t *)(hcq_packet() + 12))[d];
-  const uint32_t local = hcq_local_size(d);
-  return (grid + local - 1) / local;
-}
+/* The launch block: num_groups[3], then local_size[3], after the explicit arguments. */
+#define HCQ_LAUNCH_(i) \
+  (((const HCQ_AS_CONSTANT uint32_t *)(hcq_d->kernargs + 8u * hcq_d->nbufs + 4u * hcq_d->nvals))[i])
 
 #define HCQ_GROUP_ID(d) (hcq_group_id(d))
-#define HCQ_NUM_GROUPS(d) (hcq_num_groups(d))
-#define HCQ_LOCAL_SIZE(d) (hcq_local_size(d))
+#define HCQ_NUM_GROUPS(d) (HCQ_LAUNCH_(d))
+#define HCQ_LOCAL_SIZE(d) (HCQ_LAUNCH_(3u + (d)))
 
 /* Binds this thread's local ids; the body runs once (every thread of the workgroup runs it). */
 #define HCQ_FOR_EACH_THREAD(lx, ly, lz)                                                       \

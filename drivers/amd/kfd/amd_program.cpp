@@ -43,13 +43,12 @@ AmdProgram::~AmdProgram() {
 }
 
 uint32_t AmdProgram::kernarg_bytes() const {
-  const uint32_t explicit_bytes = 8 * num_bufs() + 4 * num_vals();
-  const uint32_t n = std::max<uint32_t>({facts_.kernarg_segment_size, explicit_bytes, 16});
+  const uint32_t n = std::max(facts_.kernarg_segment_size, launch_block_offset() + kLaunchBlockBytes);
   return (n + 15) & ~15u;
 }
 
-void AmdProgram::write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals,
-                                size_t nvals) const {
+void AmdProgram::write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals, size_t nvals,
+                                const std::array<uint32_t, 3>& groups, const std::array<uint32_t, 3>& local) const {
   if (nbufs != num_bufs() || nvals != num_vals())
     throw InvalidArgument(cat(device().name(), ": program ", name(), " takes ", num_bufs(), " buffers and ",
                               num_vals(), " values, got ", nbufs, " and ", nvals));
@@ -57,6 +56,8 @@ void AmdProgram::write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, c
   std::memset(p, 0, kernarg_bytes());
   if (nbufs) std::memcpy(p, bufs, nbufs * 8);
   if (nvals) std::memcpy(p + nbufs * 8, vals, nvals * 4);
+  std::memcpy(p + launch_block_offset(), groups.data(), 12);
+  std::memcpy(p + launch_block_offset() + 12, local.data(), 12);
 }
 
 }  // namespace hcq::amd

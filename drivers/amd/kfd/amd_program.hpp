@@ -1,12 +1,16 @@
 // A kernel loaded on an AMD GPU: the code object image uploaded to device memory (relocated for its base), and
 // what a queue needs to encode a dispatch of it — the register values (amd::KernelInfo: RSRC1/2/3, LDS, scratch,
-// whether the kernel wants the dispatch packet pointer in its user SGPRs), the code entry VA (COMPUTE_PGM_LO/HI),
-// the kernel descriptor VA (AQL kernel_object) and the kernarg segment size/alignment.
+// whether the kernel wants the dispatch packet pointer in its user SGPRs: HCQ C kernels do not, hand-written IR
+// may), the code entry VA (COMPUTE_PGM_LO/HI), the kernel descriptor VA (AQL kernel_object) and the kernarg
+// segment size/alignment.
 //
-// Kernarg layout (the AMD compiler's ABI): num_bufs() 8-byte buffer addresses, then num_vals() 32-bit values, in a
-// segment of kernarg_segment_size() bytes (which may be larger: hidden arguments), kernarg_segment_align() aligned.
+// Kernarg layout (the AMD compiler's ABI): num_bufs() 8-byte buffer addresses, then num_vals() 32-bit values, then
+// the launch block (u32 num_groups[3], u32 local_size[3]: what HCQ_NUM_GROUPS / HCQ_LOCAL_SIZE read, see
+// compiler/amd_kernel_abi.h), in a segment of kernarg_bytes() bytes, kernarg_segment_align() aligned. The code
+// object's kernarg_segment_size covers the explicit arguments (and any hidden ones of hand-written IR kernels).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,7 +32,7 @@ class AmdProgram final : public Program {
     uint64_t code_va = 0;               // first instruction (256-byte aligned)
     uint64_t descriptor_va = 0;         // the 64-byte kernel descriptor (64-byte aligned)
     uint64_t image_va = 0, image_size = 0;
-    uint32_t kernarg_segment_size = 0;  // bytes the kernel reads from its kernarg pointer (>= 8*nbufs + 4*nvals)
+    uint32_t kernarg_segment_size = 0;  // the metadata's: explicit (and hidden) arguments, not the launch block
     uint32_t kernarg_segment_align = 16;
     uint32_t num_bufs = 0, num_vals = 0;
     std::string code_object_id;         // amd::CodeObject::identity()
@@ -49,10 +53,15 @@ class AmdProgram final : public Program {
   bool wants_dispatch_ptr() const { return facts_.info.dispatch_ptr; }
   const Facts& facts() const { return facts_; }
 
-  // Bytes of kernarg a launch needs: max(kernarg_segment_size, 8*nbufs + 4*nvals), rounded up to 16.
+  // Byte offset of the launch block in the kernarg segment: right after the explicit arguments.
+  uint32_t launch_block_offset() const { return 8 * num_bufs() + 4 * num_vals(); }
+  static constexpr uint32_t kLaunchBlockBytes = 24;  // u32 num_groups[3], u32 local_size[3]
+  // Bytes of kernarg a launch needs: max(kernarg_segment_size, launch block end), rounded up to 16.
   uint32_t kernarg_bytes() const;
-  // Writes the explicit arguments into `dst` (kernarg_bytes() long; the rest zeroed): buffer addresses, then values.
-  void write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals, size_t nvals) const;
+  // Writes a whole kernarg segment into `dst` (kernarg_bytes() long; the rest zeroed): buffer addresses, values,
+  // then the launch block from `groups` (workgroup counts) and `local` (work-items per workgroup).
+  void write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals, size_t nvals,
+                      const std::array<uint32_t, 3>& groups, const std::array<uint32_t, 3>& local) const;
 
  private:
   AmdDevice& amd_;

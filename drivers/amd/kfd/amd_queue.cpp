@@ -224,25 +224,56 @@ void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, co
                               k.private_segment_size, " bytes of scratch per work-item, which AMD queues do not "
                               "allocate yet"));
 
-  // Side memory: the AQL-layout dispatch packet (the kernel's dispatch pointer) at +0, the kernarg segment after it.
-  const uint64_t explicit_bytes = args.bufs.size() * 8 + args.vals.size() * 4;
-  const uint64_t kernarg_bytes = (std::max<uint64_t>(p->kernarg_segment_size(), explicit_bytes) + 15) & ~uint64_t{15};
+  // Side memory: the kernarg segment (explicit arguments, then the launch block the kernel reads its group counts and
+  // local size from); for a kernel that asks for the dispatch pointer (hand-written IR), an AQL-layout dispatch
+  // packet before it.
   const uint64_t kalign = std::max<uint64_t>(16, p->kernarg_segment_align());
-  const uint64_t karg_off = (aql::kPacketBytes + kalign - 1) / kalign * kalign;
-  const SideBlock side = device().alloc_side(karg_off + kernarg_bytes, std::max<uint64_t>(64, kalign));
+  const uint64_t karg_off = k.dispatch_ptr ? (aql::kPacketBytes + kalign - 1) / kalign * kalign : 0;
+  const uint64_t side_bytes = karg_off + p->kernarg_bytes();
+  const SideBlock side = device().alloc_side(side_bytes, std::max<uint64_t>(64, kalign));
   side_.push_back(side);
-  std::memset(side.host, 0, karg_off + kernarg_bytes);
+  std::memset(side.host, 0, side_bytes);
   std::byte* kargs = side.host + karg_off;
   const uint64_t kargs_va = side.va + karg_off;
+  // The packet first: it may refuse the dims, and then no patch into this side block must have been recorded.
+  if (k.dispatch_ptr) write_dispatch_packet(*p, side.host, kargs_va, global, local);
+  auto u32_at = [&](uint64_t off) {
+    return PatchList::Location{PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + off), PatchList::Kind::u32};
+  };
   for (size_t i = 0; i < args.bufs.size(); ++i)
     patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + 8 * i), PatchList::Kind::u64});
-  for (size_t i = 0; i < args.vals.size(); ++i)
-    patches_.add(args.vals[i], {PatchList::kAbsolute,
-                                reinterpret_cast<uint64_t>(kargs + 8 * args.bufs.size() + 4 * i),
-                                PatchList::Kind::u32});
+  for (size_t i = 0; i < args.vals.size(); ++i) patches_.add(args.vals[i], u32_at(8 * args.bufs.size() + 4 * i));
+  // The launch block takes each dim as it is (a constant, or a direct patch of its variable): no products.
+  for (uint64_t i = 0; i < 3; ++i) {
+    patches_.add(global[i], u32_at(p->launch_block_offset() + 4 * i));
+    patches_.add(local[i], u32_at(p->launch_block_offset() + 12 + 4 * i));
+  }
 
-  // The dispatch packet, written field by field from the AQL facts; symbolic dims become field patches.
-  auto* pkt = reinterpret_cast<uint32_t*>(side.host);
+  DispatchArgs a;
+  a.code_addr = p->code_va();
+  a.kernarg_addr = kargs_va;
+  a.dispatch_packet_addr = k.dispatch_ptr ? side.va : 0u;
+  a.scratch_addr = 0u;
+  a.groups = global;
+  a.local = local;
+  const size_t words_before = words_.size(), starts_before = starts_.size();
+  start_group();
+  try {
+    enc().exec(k, a);
+  } catch (...) {
+    words_.resize(words_before);  // the queue stays as it was before this exec
+    starts_.resize(starts_before);
+    sink_.entries.clear();
+    throw;
+  }
+  flush_patches();
+}
+
+void AmdPm4Queue::write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va,
+                                        const Dims& global, const Dims& local) {
+  // Only for kernels that read the dispatch pointer (hand-written IR; HCQ C kernels read the launch block). The
+  // packet, written field by field from the AQL facts; symbolic dims become field patches.
+  auto* pkt = reinterpret_cast<uint32_t*>(at);
   const Layout& l = aql::kKernelDispatch;
   auto field = [&](const char* name) -> const Field& { return *l.find(name); };
   auto set = [&](const Field& f, uint64_t v) {
@@ -266,57 +297,42 @@ void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, co
   set(field("dimensions"), 3);
   static const char* const kWg[3] = {"workgroup_size_x", "workgroup_size_y", "workgroup_size_z"};
   static const char* const kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+  // grid (work-items) = groups * local. Both constant: the product. One symbolic: exact only when the other is a
+  // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused,
+  // before any patch is recorded.
+  const std::string what = cat(device().name(), ": exec of ", program.name(), ", which reads the dispatch packet");
   for (int i = 0; i < 3; ++i) {
-    set_sym(field(kWg[i]), local[i], 0);
-    // grid (work-items) = groups * local. Both constant: the product. One symbolic: exact only when the other is a
-    // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused.
     const Sym& g = global[i];
     const Sym& w = local[i];
-    const Field& gf = field(kGrid[i]);
     if (g.is_const() && w.is_const()) {
-      const uint64_t n = g.add * w.add;
-      if (n > 0xffffffffull)
-        throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": grid dim ", i, " of ", n,
-                                  " work-items does not fit 32 bits"));
-      set(gf, n);
+      if (g.add * w.add > 0xffffffffull)
+        throw InvalidArgument(cat(what, ": grid dim ", i, " of ", g.add * w.add, " work-items does not fit 32 bits"));
     } else if (!g.is_const() && !w.is_const()) {
-      throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": global and local dim ", i,
-                                " are both symbolic; the dispatch packet's grid size (their product) cannot be "
-                                "patched"));
+      throw InvalidArgument(cat(what, ": global and local dim ", i, " are both symbolic; the packet's grid size "
+                                "(their product) cannot be patched"));
     } else {
-      const Sym& sym = g.is_const() ? w : g;
       const uint64_t c = g.is_const() ? g.add : w.add;
       if (c == 0 || !std::has_single_bit(c) || c > (1u << 16))
-        throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": dim ", i, " has a symbolic ",
-                                  g.is_const() ? "local" : "global", " size times a constant ", c,
-                                  ", which is not a power of two: the dispatch packet's grid size cannot be patched "
-                                  "(use a power-of-two constant or make both constant)"));
-      set_sym(gf, sym, static_cast<uint8_t>(std::countr_zero(c)));
+        throw InvalidArgument(cat(what, ": dim ", i, " has a symbolic ", g.is_const() ? "local" : "global",
+                                  " size times a constant ", c, ", which is not a power of two: the packet's grid "
+                                  "size cannot be patched (use a power-of-two constant or make both constant)"));
     }
   }
-  set(field("group_segment_size"), k.group_segment_size);
-  set(field("private_segment_size"), k.private_segment_size);
-  set(field("kernel_object"), p->descriptor_va());
-  set(field("kernarg_address"), kargs_va);
-
-  DispatchArgs a;
-  a.code_addr = p->code_va();
-  a.kernarg_addr = kargs_va;
-  a.dispatch_packet_addr = side.va;
-  a.scratch_addr = 0u;
-  a.groups = global;
-  a.local = local;
-  const size_t words_before = words_.size(), starts_before = starts_.size();
-  start_group();
-  try {
-    enc().exec(k, a);
-  } catch (...) {
-    words_.resize(words_before);  // the queue stays as it was before this exec
-    starts_.resize(starts_before);
-    sink_.entries.clear();
-    throw;
+  for (int i = 0; i < 3; ++i) {
+    const Sym& g = global[i];
+    const Sym& w = local[i];
+    set_sym(field(kWg[i]), w, 0);
+    if (g.is_const() && w.is_const())
+      set(field(kGrid[i]), g.add * w.add);
+    else if (g.is_const())
+      set_sym(field(kGrid[i]), w, static_cast<uint8_t>(std::countr_zero(g.add)));
+    else
+      set_sym(field(kGrid[i]), g, static_cast<uint8_t>(std::countr_zero(w.add)));
   }
-  flush_patches();
+  set(field("group_segment_size"), program.info().group_segment_size);
+  set(field("private_segment_size"), program.info().private_segment_size);
+  set(field("kernel_object"), program.descriptor_va());
+  set(field("kernarg_address"), kargs_va);
 }
 
 void AmdPm4Queue::encode_copy(Sym, Sym, uint64_t size) {

@@ -30,6 +30,7 @@
 namespace hcq::amd {
 
 class AmdDevice;
+class AmdProgram;
 
 // One KFD user queue (ring, read/write pointers, doorbell), shared by the HWQueues of one kind on a device.
 class AmdRing {
@@ -118,6 +119,10 @@ class AmdPm4Queue final : public AmdQueue {
 
  private:
   Pm4Encoder enc() { return Pm4Encoder(target(), words_, &sink_); }
+  // Writes the AQL-layout dispatch packet at `at` for a kernel that asks for the dispatch pointer; throws
+  // InvalidArgument when a symbolic grid size (groups * local) cannot be patched.
+  void write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va, const Dims& global,
+                             const Dims& local);
 };
 
 class AmdSdmaQueue final : public AmdQueue {

@@ -1,5 +1,6 @@
 // What the simulated GPUs report in the KFD topology: the values the real parts report.
 #include <string>
+#include <vector>
 
 #include "hcq/error.hpp"
 #include "sim/kfd/sim_kfd.hpp"
@@ -25,9 +26,15 @@ const SimGpuSpec& SimGpuSpec::of(std::string_view gfx) {
   throw InvalidArgument(cat("no simulated AMD GPU '", gfx, "'; simulated targets: ", known_names()));
 }
 
+std::vector<std::string> SimGpuSpec::names() {
+  std::vector<std::string> v;
+  for (const SimGpuSpec& g : kSpecs) v.emplace_back(g.gfx);
+  return v;
+}
+
 std::string SimGpuSpec::known_names() {
   std::string s;
-  for (const SimGpuSpec& g : kSpecs) s += (s.empty() ? "" : ", ") + std::string(g.gfx);
+  for (const std::string& g : names()) s += (s.empty() ? "" : ", ") + g;
   return s;
 }
 

@@ -37,6 +37,7 @@ struct SimGpuSpec {
   // The spec of a simulated target; throws hcq::InvalidArgument naming the simulated targets otherwise.
   static const SimGpuSpec& of(std::string_view gfx);
   static std::string known_names();
+  static std::vector<std::string> names();  // the simulated gfx targets, in table order
 };
 
 class SimKfd final : public SimDriver {
