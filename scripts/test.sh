@@ -34,7 +34,9 @@ run_timeout=${HCQ_TEST_TIMEOUT:-900}
 # tests (copies run on the CPU device's queues, across two devices too), device shutdown (joins the workers), and
 # the LRU cache's concurrent test. What is left (patch engine, VA space, compile cache, symbols) is single-threaded
 # and covered by the other two builds.
+# The AMD tests (queues, programs, the simulated KFD and the packet engines) run simulator threads per queue.
 TSAN_FILTER='*Conformance*:Cpu*:*Signal*:*Queue*:*Timeline*:Buffer.*:DeviceShutdown*:LruCache.Concurrent*'
+TSAN_FILTER+=':*Amd*:*Sdma*:*Pm4*:*Aql*:*Engine*'
 
 # Sanitizer reports stop the run at once, with a stack. Options the caller set come last, so they win.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

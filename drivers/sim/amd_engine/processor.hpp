@@ -68,11 +68,18 @@ class QueueContext {
     std::memcpy(out, p, n * 4);
     return true;
   }
+  // Data the GPU writes (fences, WRITE_DATA): the host or another queue may be polling these very words, as it
+  // polls a signal, so each aligned dword is stored atomically (release), never torn or racing a reader.
   bool write_words(uint64_t va, const uint32_t* in, size_t n) {
     std::byte* p = ptr(va, n * 4);
     if (!p) return false;
-    std::memcpy(p, in, n * 4);
-    std::atomic_thread_fence(std::memory_order_release);
+    if (reinterpret_cast<uintptr_t>(p) % alignof(uint32_t) == 0) {
+      auto* words = reinterpret_cast<uint32_t*>(p);
+      for (size_t i = 0; i < n; ++i) std::atomic_ref<uint32_t>(words[i]).store(in[i], std::memory_order_release);
+    } else {
+      std::memcpy(p, in, n * 4);
+      std::atomic_thread_fence(std::memory_order_release);
+    }
     return true;
   }
   // A linear copy (overlap allowed). Ranges spanning several mappings are copied page by page. On failure `bad` is
