@@ -208,18 +208,6 @@ void measure_enqueue_bound(Device& dev, const Program& args_program, std::array<
   r.enqueue_bound_ns = median(per_command_ns);
 }
 
-template <class Fn>
-double median_gbps(uint64_t bytes, int runs, Fn&& copy_once) {
-  std::vector<double> samples;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = Clock::now();
-    copy_once();
-    const auto t1 = Clock::now();
-    samples.push_back(gbps(bytes, elapsed_us(t0, t1)));
-  }
-  return median(samples);
-}
-
 void measure_copies(Device& dev, const Config& cfg, DeviceResult& r) {
   const uint64_t n = cfg.copy_bytes;
   // Host memory is touched before timing (the vectors are zero-filled), so no run pays for page faults.
@@ -237,20 +225,34 @@ void measure_copies(Device& dev, const Config& cfg, DeviceResult& r) {
                           n, " bytes)"));
   }
 
-  // Each copy is timed to completion on the device: synchronize is inside the timed region.
-  r.h2d_gbps = median_gbps(n, cfg.copy_runs, [&] {
-    a.copyin(std::span<const std::byte>(host_src));
-    dev.synchronize();
-  });
-  r.d2h_gbps = median_gbps(n, cfg.copy_runs, [&] {
-    a.copyout(std::span<std::byte>(host_dst));
-    dev.synchronize();
-  });
-  r.d2d_gbps = median_gbps(n, cfg.copy_runs, [&] {
-    b.copy_from(a);
-    dev.synchronize();
-  });
-  r.memcpy_gbps = median_gbps(n, cfg.copy_runs, [&] { std::memcpy(host_dst.data(), host_src.data(), n); });
+  // Each copy is timed to completion on the device: synchronize is inside the timed region. The four
+  // measurements are interleaved, one of each per round, so that the VM's memory bandwidth drifting during the run
+  // moves the yardstick and the copies together instead of skewing their ratio.
+  std::vector<double> h2d, d2h, d2d, host;
+  auto timed = [&](std::vector<double>& samples, auto&& copy_once) {
+    const auto t0 = Clock::now();
+    copy_once();
+    samples.push_back(gbps(n, elapsed_us(t0, Clock::now())));
+  };
+  for (int i = 0; i < cfg.copy_runs; ++i) {
+    timed(host, [&] { std::memcpy(host_dst.data(), host_src.data(), n); });
+    timed(h2d, [&] {
+      a.copyin(std::span<const std::byte>(host_src));
+      dev.synchronize();
+    });
+    timed(d2h, [&] {
+      a.copyout(std::span<std::byte>(host_dst));
+      dev.synchronize();
+    });
+    timed(d2d, [&] {
+      b.copy_from(a);
+      dev.synchronize();
+    });
+  }
+  r.h2d_gbps = median(h2d);
+  r.d2h_gbps = median(d2h);
+  r.d2d_gbps = median(d2d);
+  r.memcpy_gbps = median(host);
   // Reading the result keeps the compiler from dropping the memcpy whose destination is otherwise unused.
   if (std::memcmp(host_src.data(), host_dst.data(), n) != 0) throw Error("host memcpy produced different bytes");
 }
