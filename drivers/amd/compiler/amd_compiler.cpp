@@ -29,7 +29,7 @@
 
 #include "amd/codeobj/code_object.hpp"
 #include "amd/compiler/amd_kernel_abi_text.hpp"
-#include "amd/compiler/subprocess.hpp"
+#include "common/subprocess.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::amd {
@@ -158,7 +158,7 @@ std::string AmdCompiler::identity() const {
   std::call_once(identity_once_, [this] {
     auto version_of = [](const std::string& tool) {
       try {
-        const ToolResult r = run_tool({tool, "--version"}, {});
+        const drivers::ToolResult r = drivers::run_tool({tool, "--version"}, {});
         return r.ok() ? first_line(r.out) : tool + " (unavailable)";
       } catch (const Error&) {
         return tool + " (unavailable)";
@@ -178,7 +178,7 @@ std::string AmdCompiler::c_to_ir(std::string_view source) const {
   std::string text = kAmdKernelAbiSource;
   text += "\n#line 1 \"kernel.c\"\n";
   text += source;
-  const ToolResult r = run_tool(args, text);
+  const drivers::ToolResult r = drivers::run_tool(args, text);
   if (r.spawn_error)
     throw CompileError(cat("AMD compiler: '", tools_.clang, "' could not run (", std::strerror(r.spawn_error),
                            "): install clang-19 (`apt-get install clang-19`)"));
@@ -273,7 +273,7 @@ std::vector<uint8_t> AmdCompiler::ir_to_object(std::string_view ir, bool rewrite
 }
 
 std::vector<uint8_t> AmdCompiler::link(std::span<const uint8_t> object) const {
-  const ToolResult r = run_tool({tools_.lld, "-shared", "--no-undefined", "/dev/fd/3", "-o", "-"}, {}, object);
+  const drivers::ToolResult r = drivers::run_tool({tools_.lld, "-shared", "--no-undefined", "/dev/fd/3", "-o", "-"}, {}, object);
   if (r.spawn_error)
     throw CompileError(cat("AMD compiler: '", tools_.lld, "' could not run (", std::strerror(r.spawn_error),
                            "): install lld-19 (`apt-get install lld-19`)"));

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hcq::amd {
+namespace hcq::drivers {
 
 struct ToolResult {
   int spawn_error = 0;  // errno of posix_spawnp; 0 when the program ran
@@ -25,4 +25,4 @@ struct ToolResult {
 ToolResult run_tool(const std::vector<std::string>& args, std::string_view stdin_data,
                     std::optional<std::span<const uint8_t>> fd3_input = std::nullopt);
 
-}  // namespace hcq::amd
+}  // namespace hcq::drivers

@@ -1,4 +1,4 @@
-#include "amd/compiler/subprocess.hpp"
+#include "common/subprocess.hpp"
 
 #include <spawn.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace hcq::amd {
+namespace hcq::drivers {
 namespace {
 
 class MemFd {
@@ -107,4 +107,4 @@ ToolResult run_tool(const std::vector<std::string>& args, std::string_view stdin
   return r;
 }
 
-}  // namespace hcq::amd
+}  // namespace hcq::drivers
