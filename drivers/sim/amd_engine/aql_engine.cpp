@@ -173,14 +173,7 @@ AqlProcessor::Outcome AqlProcessor::dispatch(const Where& at, uint64_t packet_va
   d.rsrc3 = desc.compute_pgm_rsrc3;
   d.wave32 = (desc.kernel_code_properties & amd::KernelDescriptor::kWavefrontSize32) != 0;
   if (items == 0) return Outcome::done;
-  if (!ctx_.options().dispatch)
-    return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": no kernel runner attached");
-  std::string err;
-  try {
-    err = ctx_.options().dispatch(d, ctx_.host());
-  } catch (const std::exception& e) {
-    err = e.what();
-  }
+  const std::string err = ctx_.run_dispatch(d);
   if (!err.empty()) return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": " + err);
   return Outcome::done;
 }

@@ -405,14 +405,7 @@ Pm4Executor::Outcome Pm4Executor::dispatch_direct(const Where& at) {
                      "x" + std::to_string(d.local[2]) + " threads (COMPUTE_NUM_THREAD_*: 1.." +
                      std::to_string(kMaxWorkgroupThreads) + " in all)");
   if (groups == 0) return Outcome::done;  // an empty grid launches nothing
-  if (!ctx_.options().dispatch)
-    return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": no kernel runner attached");
-  std::string err;
-  try {
-    err = ctx_.options().dispatch(d, ctx_.host());
-  } catch (const std::exception& e) {
-    err = e.what();
-  }
+  const std::string err = ctx_.run_dispatch(d);
   if (!err.empty()) return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": " + err);
   return Outcome::done;
 }

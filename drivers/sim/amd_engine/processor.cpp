@@ -85,6 +85,15 @@ Step QueueContext::fault(const Where& at, std::span<const uint32_t> packet, uint
   return Step::faulted;
 }
 
+std::string QueueContext::run_dispatch(const DispatchInfo& d) {
+  if (!options_.dispatch) return "no kernel runner attached";
+  try {
+    return options_.dispatch(d, host_);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 std::string FaultRecord::message() const {
   static constexpr const char* kUnits[] = {"dword", "byte", "packet"};
   static constexpr const char* kKinds[] = {"PM4 compute", "SDMA", "AQL compute"};

@@ -43,6 +43,9 @@ class QueueContext {
   const SimQueueDesc& desc() const { return desc_; }
   QueueHost& host() { return host_; }
   const EngineOptions& options() const { return options_; }
+  // Runs a dispatch through the attached kernel runner. Returns "" when the kernel ran, else why it did not (no
+  // runner attached, or the runner's error): the caller faults its queue with that reason.
+  std::string run_dispatch(const DispatchInfo& d);
 
   std::byte* ptr(uint64_t va, uint64_t size) { return size == 0 ? nullptr : host_.translate(va, size); }
 
