@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cpu_commands.hpp"
+#include "cpu_grid.hpp"
 #include "cpu_limits.hpp"
 #include "cpu_thread_pool.hpp"
 #include "hcq/device.hpp"
@@ -42,24 +43,6 @@ void store(uint64_t addr, T value, std::memory_order order) {
 }
 
 std::string range_text(uint64_t addr, uint64_t size) { return cat(hex(addr), " (+", size, " bytes)"); }
-
-// The arguments of one EXEC, shared by the threads that run its workgroups.
-struct ExecJob {
-  KernelFn fn;
-  hcq_dispatch base;  // group_id filled per workgroup
-};
-
-void run_workgroups(void* ctx, uint64_t begin, uint64_t end) {
-  const auto& job = *static_cast<const ExecJob*>(ctx);
-  hcq_dispatch d = job.base;
-  const uint64_t gx = d.num_groups[0], gxy = gx * d.num_groups[1];
-  for (uint64_t i = begin; i < end; ++i) {
-    d.group_id[0] = static_cast<uint32_t>(i % gx);
-    d.group_id[1] = static_cast<uint32_t>((i % gxy) / gx);
-    d.group_id[2] = static_cast<uint32_t>(i / gxy);
-    job.fn(&d);
-  }
-}
 
 }  // namespace
 
@@ -341,7 +324,7 @@ bool CpuWorker::exec_kernel(const uint32_t* p, const Where& at, uint32_t header)
     }
   }
 
-  ExecJob job{kernel->fn,
+  GridJob job{kernel->fn,
               hcq_dispatch{reinterpret_cast<const unsigned char*>(kernargs),
                            reinterpret_cast<const uint32_t*>(kernargs + uint64_t{kernel->nbufs} * 8),
                            {0, 0, 0},

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "amd/codeobj/code_object.hpp"
+#include "cpu_grid.hpp"
 #include "cpu_thread_pool.hpp"
 #include "elf_loader.hpp"
 #include "hcq/compiler.hpp"
@@ -16,23 +17,6 @@ namespace {
 
 constexpr const char* kSourceSection = ".hcq.source";
 constexpr uint32_t kMaxArgs = 256;
-
-struct Job {
-  cpu::KernelFn fn;
-  hcq_dispatch base;
-};
-
-void run_groups(void* ctx, uint64_t begin, uint64_t end) {
-  const auto& job = *static_cast<const Job*>(ctx);
-  hcq_dispatch d = job.base;
-  const uint64_t gx = d.num_groups[0], gxy = gx * d.num_groups[1];
-  for (uint64_t i = begin; i < end; ++i) {
-    d.group_id[0] = static_cast<uint32_t>(i % gx);
-    d.group_id[1] = static_cast<uint32_t>((i % gxy) / gx);
-    d.group_id[2] = static_cast<uint32_t>(i / gxy);
-    job.fn(&d);
-  }
-}
 
 std::string kernel_ref_text(KernelRef by, uint64_t address) {
   return cat(by == KernelRef::code_address ? "code address " : "kernel object ", hex(address));
@@ -162,13 +146,13 @@ void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::C
     args[i] = reinterpret_cast<uint64_t>(host);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(args.data());
-  Job job{e.fn, hcq_dispatch{bytes,
+  cpu::GridJob job{e.fn, hcq_dispatch{bytes,
                              reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
                              {0, 0, 0},
                              {d.groups[0], d.groups[1], d.groups[2]},
                              {d.local[0], d.local[1], d.local[2]}}};
-  if (groups == 1 || !pool) run_groups(&job, 0, groups);
-  else pool->parallel_for(groups, run_groups, &job);
+  if (groups == 1 || !pool) cpu::run_workgroups(&job, 0, groups);
+  else pool->parallel_for(groups, cpu::run_workgroups, &job);
 }
 
 }  // namespace hcq::sim
