@@ -41,6 +41,22 @@ constexpr Field kPm4Ib[] = {HCQ_AQL_HEADER,
                             {"completion_signal", 14, 0, 64}};
 #undef HCQ_AQL_HEADER
 
+constexpr EnumName kQueueProperties[] = {{2, "IS_PTR64"}};
+constexpr Field kAmdQueueFields[] = {{"write_dispatch_id", 14, 0, 64},
+                                     {"max_cu_id", 18, 0, 32},
+                                     {"max_wave_id", 19, 0, 32},
+                                     {"read_dispatch_id", 32, 0, 64},
+                                     {"read_dispatch_id_field_base_byte_offset", 34, 0, 32},
+                                     {"compute_tmpring_size", 35, 0, 32},
+                                     {"scratch_resource_descriptor0", 36, 0, 32},
+                                     {"scratch_resource_descriptor1", 37, 0, 32},
+                                     {"scratch_resource_descriptor2", 38, 0, 32},
+                                     {"scratch_resource_descriptor3", 39, 0, 32},
+                                     {"scratch_backing_memory_location", 40, 0, 64},
+                                     {"scratch_backing_memory_byte_size", 42, 0, 64},
+                                     {"scratch_wave64_lane_byte_size", 44, 0, 32},
+                                     {"queue_properties", 45, 0, 32, kQueueProperties}};
+
 }  // namespace
 
 std::string_view type_name(uint32_t type) {
@@ -53,5 +69,6 @@ const Layout kKernelDispatch{"KERNEL_DISPATCH", kPacketWords, kDispatch};
 const Layout kBarrierAnd{"BARRIER_AND", kPacketWords, kBarrierFields};
 const Layout kBarrierOr{"BARRIER_OR", kPacketWords, kBarrierFields};
 const Layout kVendorPm4Ib{"PM4_IB", kPacketWords, kPm4Ib};
+const Layout kAmdQueue{"amd_queue_t", kAmdQueueBytes / 4, kAmdQueueFields};
 
 }  // namespace hcq::amd::aql

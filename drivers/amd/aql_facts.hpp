@@ -40,4 +40,11 @@ extern const Layout kBarrierAnd;
 extern const Layout kBarrierOr;
 extern const Layout kVendorPm4Ib;
 
+// ROCr's amd_queue_t (hsa/amd_hsa_queue.h), 256 bytes, 256-byte aligned: the queue object of an AQL queue. The CP
+// finds it from the read pointer KFD was given (read_dispatch_id), less the offset stored right after that pointer
+// (read_dispatch_id_field_base_byte_offset), and reads the scratch setup of each dispatch from it: the backing
+// memory, its size, COMPUTE_TMPRING_SIZE and the per-lane size (for wave64).
+inline constexpr uint32_t kAmdQueueBytes = 256;
+extern const Layout kAmdQueue;
+
 }  // namespace hcq::amd::aql

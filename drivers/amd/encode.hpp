@@ -10,39 +10,15 @@
 
 #include "amd/aql_facts.hpp"
 #include "amd/target.hpp"
+#include "common/patch_sink.hpp"
 #include "hcq/patch.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq::amd {
 
-// Told about every symbolic operand: it lives in word `word` (index into the vector being appended to) and is
-// written as PatchList would write it (kind, shift, and for Kind::field the bit range).
-class PatchSink {
- public:
-  virtual void on_symbol(size_t word, const Sym& value, PatchList::Kind kind, uint8_t shift, uint8_t lo_bit,
-                         uint8_t nbits) = 0;
-
- protected:
-  ~PatchSink() = default;
-};
-
-// A sink that keeps what it is told (tests, tools, and callers that patch later).
-class RecordingSink final : public PatchSink {
- public:
-  struct Entry {
-    size_t word;
-    Sym value;
-    PatchList::Kind kind;
-    uint8_t shift, lo_bit, nbits;
-  };
-  void on_symbol(size_t word, const Sym& value, PatchList::Kind kind, uint8_t shift, uint8_t lo_bit,
-                 uint8_t nbits) override {
-    entries.push_back({word, value, kind, shift, lo_bit, nbits});
-  }
-  // Writes every recorded symbol into `words` with the given variable values, as PatchList::apply would.
-  void apply(std::span<uint32_t> words, std::span<const uint64_t> vars) const;
-  std::vector<Entry> entries;
-};
+// The vendor-neutral sink and its recording form (drivers/common/patch_sink.hpp).
+using hcq::PatchSink;
+using hcq::RecordingSink;
 
 // The appending end shared by the encoders. Symbolic operands need a sink; without one they are an InvalidArgument.
 class WordWriter {

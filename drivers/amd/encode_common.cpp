@@ -32,24 +32,6 @@ void WordWriter::sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t
   w_.push_back(fixed & ~(f.mask() << f.lo));
 }
 
-void RecordingSink::apply(std::span<uint32_t> words, std::span<const uint64_t> vars) const {
-  for (const Entry& e : entries) {
-    const uint64_t v = e.value.eval(vars) >> e.shift;
-    switch (e.kind) {
-      case PatchList::Kind::u32: words[e.word] = static_cast<uint32_t>(v); break;
-      case PatchList::Kind::u64:
-        words[e.word] = static_cast<uint32_t>(v);
-        words[e.word + 1] = static_cast<uint32_t>(v >> 32);
-        break;
-      case PatchList::Kind::field: {
-        const uint32_t mask = e.nbits >= 32 ? 0xffffffffu : ((1u << e.nbits) - 1u);
-        words[e.word] = (words[e.word] & ~(mask << e.lo_bit)) | ((static_cast<uint32_t>(v) & mask) << e.lo_bit);
-        break;
-      }
-    }
-  }
-}
-
 KernelDescriptor KernelDescriptor::parse(std::span<const std::byte> b) {
   if (b.size() < 64) throw InvalidArgument(cat("kernel descriptor needs 64 bytes, got ", b.size()));
   auto rd32 = [&](size_t off) {

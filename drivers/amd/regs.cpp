@@ -146,9 +146,9 @@ constexpr Register kGc12[] = {
 
 }  // namespace
 
-const RegisterTable kRegsGc9_4{"gc_9_4_3 + nbio_7_9", kGc9_4};
-const RegisterTable kRegsGc11{"gc_11_0_0 + nbio_4_3_0", kGc11};
-const RegisterTable kRegsGc12{"gc_12_0_0 + nbif_6_3_1", kGc12};
+const RegisterTable kRegsGc9_4{"gc_9_4_3 + nbio_7_9", kGc9_4, 10, false};
+const RegisterTable kRegsGc11{"gc_11_0_0 + nbio_4_3_0", kGc11, 8, true};
+const RegisterTable kRegsGc12{"gc_12_0_0 + nbif_6_3_1", kGc12, 8, true};
 
 const Register* RegisterTable::find(uint32_t addr) const {
   for (const Register& r : regs)

@@ -14,6 +14,11 @@ namespace hcq::amd {
 struct RegisterTable {
   std::string_view name;  // e.g. "gc_11_0_0 + nbio_4_3_0"
   std::span<const Register> regs;
+  // COMPUTE_TMPRING_SIZE (Mesa ac_get_scratch_tmpring_size): WAVESIZE counts bytes per wave in units of
+  // 2^scratch_wave_shift (1 KiB on GC 9, 256 bytes on GC 11/12); WAVES counts scratch wave slots per XCC on GC 9,
+  // per shader engine on GC 11/12.
+  uint8_t scratch_wave_shift = 10;
+  bool tmpring_waves_per_se = false;
 
   const Register* find(uint32_t addr) const;
   const Register* find(std::string_view name) const;

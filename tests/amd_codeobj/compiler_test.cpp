@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "../common/message_of.hpp"
 #include "amd/codeobj/code_object.hpp"
 #include "amd/compiler/amd_compiler.hpp"
 #include "hcq/compiler.hpp"
@@ -17,14 +18,7 @@
 namespace hcq::amd {
 namespace {
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CompileError& e) {
-    return e.what();
-  }
-  return "(no CompileError)";
-}
+constexpr auto message_of = hcq::test::message_of<CompileError>;
 
 TEST(AmdCompiler, IdentityTargetOptionsKeyTheCache) {
   AmdCompiler a("gfx1100"), b("gfx942"), ir("gfx1100", SourceLanguage::llvm_ir);

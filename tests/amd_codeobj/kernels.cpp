@@ -7,16 +7,6 @@
 
 namespace hcq::amd::test {
 
-const char* const kAxpbSource = R"(
-HCQ_KERNEL(axpb, 2, 3) {
-  HCQ_FOR_EACH_THREAD(x, y, z) {
-    uint32_t i = HCQ_GLOBAL_ID(0, x);
-    float scale = (float)HCQ_VAL(1), bias = (float)HCQ_VAL(2);
-    if (i < HCQ_VAL(0)) HCQ_BUF(float, 0)[i] = HCQ_BUF(const float, 1)[i] * scale + bias;
-  }
-}
-)";
-
 const char* const kLdsIrSource = R"(
 @tile = internal addrspace(3) global [256 x i32] poison, align 4
 

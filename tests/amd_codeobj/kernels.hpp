@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "../common/axpb_source.hpp"
+
 namespace hcq::amd::test {
 
-// The same C source the CPU device runs: out[i] = in[i] * scale + bias for i < n (2 buffers, 3 values).
-extern const char* const kAxpbSource;
+// The same C source the CPU and NV devices run (tests/common/axpb_source.hpp).
+using hcq::test::kAxpbSource;
 // An LLVM IR kernel using 1 KiB of LDS (group segment) and the dispatch pointer; takes (ptr addrspace(1), i32).
 extern const char* const kLdsIrSource;
 

@@ -9,6 +9,8 @@
 #include "amd/codeobj/code_object.hpp"
 #include "cpu_compiler.hpp"
 #include "cpu_thread_pool.hpp"
+#include "../common/message_of.hpp"
+#include "../common/twin_memory.hpp"
 #include "hcq/error.hpp"
 #include "hcq/os.hpp"
 #include "kernels.hpp"
@@ -19,20 +21,7 @@ namespace {
 
 using amd::CodeObject;
 
-// A pretend GPU address space: the host ranges we allow, translated to themselves (the simulator maps GPU memory at
-// its own VA), everything else unmapped.
-struct Memory {
-  std::vector<std::pair<const void*, size_t>> ranges;
-  Translate translate() const {
-    return [this](uint64_t va, uint64_t size) -> std::byte* {
-      for (const auto& [p, n] : ranges) {
-        const auto b = reinterpret_cast<uint64_t>(p);
-        if (va >= b && size <= n && va - b <= n - size) return reinterpret_cast<std::byte*>(va);
-      }
-      return nullptr;
-    };
-  }
-};
+using test::Memory;
 
 // The GPU ABI kernarg segment of axpb: out, in (8 bytes each), then n, scale, bias (4 bytes each).
 struct alignas(8) AxpbArgs {
@@ -41,14 +30,7 @@ struct alignas(8) AxpbArgs {
 };
 static_assert(sizeof(AxpbArgs) == 32 && offsetof(AxpbArgs, n) == 16 && offsetof(AxpbArgs, bias) == 24);
 
-std::string fault_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DeviceFault& e) {
-    return e.what();
-  }
-  return "(no DeviceFault)";
-}
+constexpr auto fault_of = hcq::test::message_of<DeviceFault>;
 
 class Twins : public ::testing::Test {
  protected:

@@ -4,46 +4,25 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "../common/test_regions.hpp"
+
 #include "amd/target.hpp"
 #include "sim/amd_engine/engine.hpp"
 
 namespace hcq::sim::amd_engine::testing {
 
-class TestHost final : public QueueHost {
+// Test memory (map, unmap, get, set, write, must) comes from TestRegions.
+class TestHost final : public QueueHost, public sim::test::TestRegions {
  public:
-  // Maps [va, va + bytes) to fresh zeroed memory. Regions must not overlap.
-  std::byte* map(uint64_t va, uint64_t bytes) {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto mem = std::make_unique<uint64_t[]>((bytes + 7) / 8);
-    std::byte* p = reinterpret_cast<std::byte*>(mem.get());
-    std::memset(p, 0, bytes);
-    regions_[va] = Region{bytes, std::move(mem)};
-    return p;
-  }
-  void unmap(uint64_t va) {
-    std::lock_guard<std::mutex> lk(mu_);
-    regions_.erase(va);
-  }
-  std::byte* translate(uint64_t va, uint64_t size) override {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = regions_.upper_bound(va);
-    if (it == regions_.begin()) return nullptr;
-    --it;
-    const uint64_t off = va - it->first;
-    if (off >= it->second.bytes || size > it->second.bytes - off) return nullptr;
-    return reinterpret_cast<std::byte*>(it->second.mem.get()) + off;
-  }
-  uint64_t gpu_clock() override { return clock_.fetch_add(10) + 1000; }
+  std::byte* translate(uint64_t va, uint64_t size) override { return TestRegions::translate(va, size); }
+  uint64_t gpu_clock() override { return tick(); }
   void interrupt(uint32_t context_id) override {
     std::lock_guard<std::mutex> lk(mu_);
     interrupts_.push_back(context_id);
@@ -51,21 +30,6 @@ class TestHost final : public QueueHost {
   void fault(uint64_t address, bool is_memory_fault, const std::string& reason) override {
     std::lock_guard<std::mutex> lk(mu_);
     faults_.push_back({address, is_memory_fault, reason});
-  }
-
-  template <class T>
-  T get(uint64_t va) {  // atomic: the engine's threads write the same words
-    return std::atomic_ref<T>(*reinterpret_cast<T*>(must(va, sizeof(T)))).load(std::memory_order_acquire);
-  }
-  template <class T>
-  void set(uint64_t va, T v) {
-    std::atomic_ref<T>(*reinterpret_cast<T*>(must(va, sizeof(T)))).store(v, std::memory_order_release);
-  }
-  void write(uint64_t va, std::span<const uint32_t> words) { std::memcpy(must(va, words.size() * 4), words.data(), words.size() * 4); }
-  std::byte* must(uint64_t va, uint64_t size) {
-    std::byte* p = translate(va, size);
-    if (!p) throw std::runtime_error("test memory not mapped");
-    return p;
   }
 
   struct Fault {
@@ -83,13 +47,7 @@ class TestHost final : public QueueHost {
   }
 
  private:
-  struct Region {
-    uint64_t bytes;
-    std::unique_ptr<uint64_t[]> mem;
-  };
   std::mutex mu_;
-  std::map<uint64_t, Region> regions_;
-  std::atomic<uint64_t> clock_{0};
   std::vector<uint32_t> interrupts_;
   std::vector<Fault> faults_;
 };

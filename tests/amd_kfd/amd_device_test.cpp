@@ -38,7 +38,7 @@ TEST_P(SimAmdDeviceTest, Info) {
   EXPECT_EQ(i.memory_bytes, SimGpuSpec::of(GetParam()).vram_bytes);
   EXPECT_GT(i.compute_queues, 0u);
   EXPECT_GT(i.copy_queues, 0u);
-  EXPECT_EQ(i.driver_version, "KFD 1.11");
+  EXPECT_EQ(i.driver_version, "KFD 1.13");
 }
 
 TEST_P(SimAmdDeviceTest, MemorySameVaOnHostAndGpu) {

@@ -183,9 +183,10 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   ASSERT_TRUE(run_pm4(*q, words, static_cast<volatile uint32_t*>(sig.host_ptr()), 42)) << dev_->describe_state();
   const float* o = static_cast<const float*>(out.host_ptr());
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(o[i], static_cast<float>(i) * 3 + 7) << i;
-  EXPECT_FALSE(amd_->gpu().poll_exception().has_value());
+  EXPECT_FALSE(dev_->has_error());
 
-  // Once the program is gone its twin is unmapped: the same dispatch faults the queue, and KFD says so.
+  // Once the program is gone its twin is unmapped: the same dispatch faults the queue, KFD says so, and the
+  // device turns that into its sticky error.
   const uint64_t code = p->code_va();
   p.reset();
   a.code_addr = code;
@@ -196,12 +197,9 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   e2.signal(sig.va, 43u);
   std::memcpy(q2->ring(), w2.data(), w2.size() * 4);
   q2->submit(w2.size());
-  std::optional<std::string> fault;
-  for (int i = 0; i < 10000 && !fault; ++i) {
-    fault = amd_->gpu().poll_exception();
-    if (!fault) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_TRUE(fault.has_value()) << "the faulted dispatch raised no KFD exception event";
+  for (int i = 0; i < 10000 && !dev_->has_error(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(dev_->has_error()) << "the faulted dispatch raised no KFD exception event";
+  EXPECT_THROW(dev_->synchronize(), DeviceFault);
   EXPECT_NE(*static_cast<volatile uint32_t*>(sig.host_ptr()), 43u) << "the signal after a faulted dispatch ran";
   for (const Allocation& m : {in, out, ka, sig}) dev_->free_memory(m);
 }

@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
+#include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "amd/kfd/kfd.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/process.hpp"
@@ -402,6 +404,51 @@ TEST_P(SimKfdTest, QueueFaultFiresTheMemoryEvent) {
   ASSERT_TRUE(msg);
   EXPECT_NE(msg->find("0xdead000"), std::string::npos) << *msg;
   EXPECT_TRUE(kfd_->queue_state(q->queue_id())->faulted);
+}
+
+TEST_P(SimKfdTest, RuntimeEnable) {
+  namespace kc = amd::kfd_compat;
+  kfd_ioctl_get_version_args v{};
+  ASSERT_EQ(io(AMDKFD_IOC_GET_VERSION, &v), 0);
+  ASSERT_GE(v.minor_version, kc::kRuntimeEnableMinor) << "the simulated KFD claims the debugger API";
+  kc::RuntimeEnableArgs re{};
+  re.mode_mask = kc::kRuntimeEnable;
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &re), 0);
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &re), EBUSY) << "enabled twice";
+  kc::RuntimeEnableArgs off{};
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &off), 0) << "disable";
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &re), 0) << "enable again after a disable";
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &off), 0);
+  // Once the process has queues, enabling is refused.
+  amd::KfdGpu gpu(*os_, amd::kfd_topology(*os_).at(0));  // enables at bring-up (EBUSY/EEXIST tolerated)
+  EXPECT_TRUE(gpu.runtime_enabled());
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &re), EBUSY);
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &off), 0);
+  auto q = gpu.create_queue(amd::KfdQueue::Type::compute_pm4, 4096);
+  EXPECT_EQ(io(kc::kIocRuntimeEnable, &re), EEXIST) << "queues exist";
+}
+
+// Two GPUs in one KFD process: one event page (the second GPU's signal event takes a slot in the first's), and an
+// exception of one GPU reaches both GPUs' waiters, naming the GPU it happened on.
+TEST_P(SimKfdTest, TwoGpusShareTheEventPageAndSeeEachOthersFaults) {
+  auto kfd2 = std::make_shared<SimKfd>(std::vector<std::string>{GetParam(), GetParam()});
+  SimOs os2(std::vector<std::shared_ptr<SimDriver>>{kfd2});
+  const std::vector<amd::KfdNode> nodes = amd::kfd_topology(os2);
+  ASSERT_EQ(nodes.size(), 2u);
+  amd::KfdGpu a(os2, nodes[0]), b(os2, nodes[1]);
+  EXPECT_NE(a.event_slot_va(), 0u);
+  EXPECT_EQ(b.event_slot_va(), 0u) << "the process's event page is a's";
+  auto q = a.create_queue(amd::KfdQueue::Type::compute_pm4, 4096);
+  kfd2->inject_fault(q->queue_id(), 0xbad000, true, "test fault");
+  const std::optional<amd::KfdException> ea = a.wait_exception(1000), eb = b.wait_exception(1000);
+  ASSERT_TRUE(ea && eb);
+  EXPECT_EQ(ea->gpu_id, a.gpu_id());
+  EXPECT_EQ(eb->gpu_id, a.gpu_id()) << "b learns of a's fault, and whose it is";
+  EXPECT_EQ(eb->va, 0xbad000u);
+  EXPECT_FALSE(a.wait_exception(0)) << "auto-reset: delivered once";
+  // A wake-up is not an exception.
+  b.wake_exception_waiter();
+  EXPECT_FALSE(b.wait_exception(1000));
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimKfdTest, ::testing::Values("gfx942", "gfx1100", "gfx1201"),

@@ -1,5 +1,5 @@
 // Parsing order: header, program headers (the image), section headers (symbols, notes, relocations, .hcq sections),
-// then kernels. Every read goes through Bytes, which checks the range first.
+// then kernels. Every read goes through the checked ELF64 view (drivers/common/elf64.hpp).
 #include "amd/codeobj/code_object.hpp"
 
 #include <elf.h>
@@ -11,6 +11,7 @@
 
 #include "amd/codeobj/elf_facts.hpp"
 #include "amd/codeobj/msgpack.hpp"
+#include "common/elf64.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::amd {
@@ -19,43 +20,8 @@ namespace {
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;  // far beyond any kernel; stops a header asking for 2^64
 constexpr uint32_t kMaxKernels = 4096;
 
-[[noreturn]] void bad(const std::string& what) { throw CompileError("bad code object: " + what); }
-
-// A checked view of the input.
-class Bytes {
- public:
-  explicit Bytes(std::span<const uint8_t> b) : b_(b) {}
-  bool has(uint64_t off, uint64_t size) const { return off <= b_.size() && size <= b_.size() - off; }
-  void check(uint64_t off, uint64_t size, std::string_view what) const {
-    if (!has(off, size))
-      bad(cat(what, " [", hex(off), ", +", size, ") lies outside the ", b_.size(), "-byte file"));
-  }
-  template <class T>
-  T read(uint64_t off, std::string_view what) const {
-    check(off, sizeof(T), what);
-    T v;
-    std::memcpy(&v, b_.data() + off, sizeof(T));
-    return v;
-  }
-  std::span<const uint8_t> slice(uint64_t off, uint64_t size, std::string_view what) const {
-    check(off, size, what);
-    return b_.subspan(static_cast<size_t>(off), static_cast<size_t>(size));
-  }
-  size_t size() const { return b_.size(); }
-
- private:
-  std::span<const uint8_t> b_;
-};
-
-// A NUL-terminated name at `off` inside a string table.
-std::string_view name_in(std::span<const uint8_t> strtab, uint64_t off, std::string_view what) {
-  if (off >= strtab.size()) bad(cat(what, " name offset ", off, " is past its ", strtab.size(), "-byte string table"));
-  const auto* begin = reinterpret_cast<const char*>(strtab.data() + off);
-  const size_t max = strtab.size() - static_cast<size_t>(off);
-  const size_t len = strnlen(begin, max);
-  if (len == max) bad(cat(what, " name at offset ", off, " is not NUL-terminated"));
-  return {begin, len};
-}
+constexpr std::string_view kBad = "bad code object: ";
+[[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
 
 bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
@@ -146,15 +112,11 @@ std::string code_object_identity(std::span<const uint8_t> bytes) {
 }
 
 CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
-  const Bytes in(elf);
+  const elf64::Bytes in(elf, kBad);
   CodeObject co;
 
   // ---- header ----
-  if (elf.size() < sizeof(Elf64_Ehdr)) bad(cat("file of ", elf.size(), " bytes is shorter than an ELF64 header"));
-  const auto eh = in.read<Elf64_Ehdr>(0, "ELF header");
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) bad("no ELF magic");
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64) bad(cat("ELF class ", int{eh.e_ident[EI_CLASS]}, ", expected ELF64"));
-  if (eh.e_ident[EI_DATA] != ELFDATA2LSB) bad("not little-endian");
+  const Elf64_Ehdr eh = elf64::read_header(in);
   if (eh.e_machine != elf::kMachineAmdgpu)
     bad(cat("e_machine ", eh.e_machine, ", expected ", elf::kMachineAmdgpu, " (EM_AMDGPU)"));
   if (eh.e_ident[EI_OSABI] != elf::kOsAbiAmdhsa)
@@ -203,24 +165,7 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
   };
 
   // ---- section headers ----
-  if (eh.e_shnum == 0) bad("no section headers (the symbol table is needed to find kernels)");
-  if (eh.e_shentsize != sizeof(Elf64_Shdr)) bad(cat("e_shentsize ", eh.e_shentsize, ", expected ", sizeof(Elf64_Shdr)));
-  in.check(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr), "section header table");
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
-    sh[i] = in.read<Elf64_Shdr>(eh.e_shoff + uint64_t{i} * sizeof(Elf64_Shdr), "section header");
-    if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_type != SHT_NULL)
-      in.check(sh[i].sh_offset, sh[i].sh_size, cat("section ", i));
-  }
-  auto section_bytes = [&](uint32_t idx, std::string_view what) {
-    if (idx >= sh.size()) bad(cat(what, " names section ", idx, " of ", sh.size()));
-    if (sh[idx].sh_type == SHT_NOBITS) return std::span<const uint8_t>{};
-    return in.slice(sh[idx].sh_offset, sh[idx].sh_size, cat("section ", idx));
-  };
-  if (eh.e_shstrndx == SHN_UNDEF || eh.e_shstrndx >= sh.size())
-    bad(cat("section name table index ", eh.e_shstrndx, " of ", sh.size(), " sections"));
-  if (sh[eh.e_shstrndx].sh_type != SHT_STRTAB) bad("section name table is not a string table");
-  const std::span<const uint8_t> shstr = section_bytes(eh.e_shstrndx, "e_shstrndx");
+  const elf64::Sections sh(in, eh);
 
   // Symbols: the full table if present, else the dynamic one.
   std::optional<uint32_t> symtab;
@@ -234,12 +179,7 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
   for (uint32_t i = 0; i < sh.size(); ++i) {
     if (sh[i].sh_type == SHT_REL) bad(cat("section ", i, " holds SHT_REL relocations; AMDGPU uses SHT_RELA"));
     if (sh[i].sh_type != SHT_RELA || !(sh[i].sh_flags & SHF_ALLOC)) continue;
-    if (sh[i].sh_entsize != sizeof(Elf64_Rela)) bad(cat("relocation section ", i, " entry size ", sh[i].sh_entsize));
-    const std::span<const uint8_t> rel = section_bytes(i, "relocations");
-    if (rel.size() % sizeof(Elf64_Rela)) bad(cat("relocation section ", i, " size ", rel.size(), " is not whole entries"));
-    for (size_t off = 0; off < rel.size(); off += sizeof(Elf64_Rela)) {
-      Elf64_Rela r;
-      std::memcpy(&r, rel.data() + off, sizeof r);
+    for (const Elf64_Rela& r : sh.relocations(i)) {
       const uint32_t type = ELF64_R_TYPE(r.r_info);
       if (type == elf::kRelocNone) continue;
       if (type != elf::kRelocRelative64)
@@ -278,7 +218,7 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
   for (uint32_t i = 0; i < sh.size(); ++i)
     if (sh[i].sh_type == SHT_NOTE) {
       note_sections = true;
-      scan_notes(section_bytes(i, "note"));
+      scan_notes(sh.contents(i));
     }
   if (!note_sections)
     for (const Elf64_Phdr& ph : notes) scan_notes(in.slice(ph.p_offset, ph.p_filesz, "PT_NOTE"));
@@ -287,25 +227,18 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
   // Our own non-allocated sections (.hcq*).
   for (uint32_t i = 0; i < sh.size(); ++i) {
     if (sh[i].sh_type == SHT_NULL || (sh[i].sh_flags & SHF_ALLOC)) continue;
-    const std::string_view name = name_in(shstr, sh[i].sh_name, cat("section ", i));
+    const std::string_view name = sh.name(i);
     if (name.substr(0, 4) != ".hcq") continue;
-    const std::span<const uint8_t> b = section_bytes(i, "section");
+    const std::span<const uint8_t> b = sh.contents(i);
     co.extra_sections_.push_back({std::string(name), std::vector<uint8_t>(b.begin(), b.end())});
   }
 
   // ---- kernels: every "<name>.kd" object symbol ----
-  const Elf64_Shdr& st = sh[*symtab];
-  if (st.sh_entsize != sizeof(Elf64_Sym)) bad(cat("symbol table entry size ", st.sh_entsize));
-  const std::span<const uint8_t> syms = section_bytes(*symtab, "symbol table");
-  if (syms.size() % sizeof(Elf64_Sym)) bad(cat("symbol table size ", syms.size(), " is not whole entries"));
-  if (st.sh_link >= sh.size() || sh[st.sh_link].sh_type != SHT_STRTAB)
-    bad(cat("symbol table links to section ", st.sh_link, ", which is not a string table"));
-  const std::span<const uint8_t> strtab = section_bytes(st.sh_link, "symbol table link");
-  for (size_t off = 0; off < syms.size(); off += sizeof(Elf64_Sym)) {
-    Elf64_Sym s;
-    std::memcpy(&s, syms.data() + off, sizeof s);
+  const elf64::Symbols syms = sh.symbols(*symtab);
+  for (uint64_t si = 0; si < syms.size(); ++si) {
+    const Elf64_Sym s = syms[si];
     if (s.st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s.st_info) != STT_OBJECT) continue;
-    const std::string_view name = name_in(strtab, s.st_name, "symbol");
+    const std::string_view name = syms.name(si);
     if (name.size() <= 3 || name.substr(name.size() - 3) != ".kd") continue;
     CodeObjectKernel k;
     k.name = std::string(name.substr(0, name.size() - 3));

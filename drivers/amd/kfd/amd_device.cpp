@@ -8,7 +8,9 @@
 #include "amd/codeobj/code_object.hpp"
 #include "amd/compiler/amd_compiler.hpp"
 #include "amd/kfd/amd_program.hpp"
+#include "amd/kfd/amd_aql_queue.hpp"
 #include "amd/kfd/amd_queue.hpp"
+#include "amd/kfd/drm_query.hpp"
 #include "amd/target.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
@@ -23,6 +25,7 @@ AmdDevice::AmdDevice(std::string name, std::shared_ptr<Os> os, const KfdNode& no
     process().signals.add_mapper(this);
     mapper_registered_ = true;
     init_runtime(std::make_unique<HCQAllocator>(*this));
+    fault_watcher_ = std::thread([this] { watch_faults(); });
   } catch (...) {
     shutdown_runtime();
     if (mapper_registered_) process().signals.remove_mapper(this);
@@ -31,7 +34,16 @@ AmdDevice::AmdDevice(std::string name, std::shared_ptr<Os> os, const KfdNode& no
 }
 
 AmdDevice::~AmdDevice() {
-  shutdown_runtime();
+  shutdown_runtime();  // a fault seen while draining still ends the drain at once
+  stopping_.store(true);
+  if (fault_watcher_.joinable()) {
+    try {
+      gpu_->wake_exception_waiter();
+      fault_watcher_.join();
+    } catch (const Error&) {
+      fault_watcher_.detach();  // cannot happen with a live KFD fd; never terminate() over it
+    }
+  }
   if (mapper_registered_) process().signals.remove_mapper(this);
   std::lock_guard lock(mu_);
   foreign_.clear();
@@ -49,7 +61,19 @@ DeviceInfo AmdDevice::info() const {
   i.compute_queues = n.num_cp_queues;
   i.copy_queues = n.num_sdma_engines * n.num_sdma_queues_per_engine;
   i.driver_version = cat("KFD ", gpu_->version_major(), ".", gpu_->version_minor());
+  // What the render node says through libdrm: "KFD 1.11, amdgpu 3.57.0; AMD Radeon RX 7900 XTX". Skipped for the
+  // simulator's node (drm_query.hpp).
+  if (const std::optional<RenderNodeInfo> drm = query_render_minor(*os_, n.render_minor)) {
+    i.driver_version += cat(", ", drm->drm_driver, " ", drm->drm_version);
+    if (!drm->marketing_name.empty()) i.driver_version += cat("; ", drm->marketing_name);
+  }
   return i;
+}
+
+bool AmdDevice::aql_compute() const {
+  // Multi-XCC parts (gfx942, gfx950) run compute queues in HSA mode, as ROCr and tinygrad drive them.
+  const std::string& gfx = gpu_->node().gfx;
+  return gpu_->node().num_xcc > 1 || gfx.rfind("gfx94", 0) == 0 || gfx.rfind("gfx95", 0) == 0;
 }
 
 std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
@@ -57,11 +81,17 @@ std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
   constexpr uint32_t kRingBytes = 256 * 1024;
   const Target& t = Target::from_gfx(gpu_->node().gfx);
   std::lock_guard lock(rings_mu_);
+  auto make_ring = [&](KfdQueue::Type type) {
+    auto r = std::make_unique<AmdRing>(*gpu_, t, type, kRingBytes, name());
+    r->set_fault_check([this] { check_fault(); });
+    return r;
+  };
   if (kind == QueueKind::compute) {
-    if (!pm4_ring_) pm4_ring_ = std::make_unique<AmdRing>(*gpu_, t, KfdQueue::Type::compute_pm4, kRingBytes, name());
-    return std::make_unique<AmdPm4Queue>(*this, *pm4_ring_);
+    if (!compute_ring_) compute_ring_ = make_ring(aql_compute() ? KfdQueue::Type::compute_aql : KfdQueue::Type::compute_pm4);
+    if (compute_ring_->type() == KfdQueue::Type::compute_aql) return std::make_unique<AmdAqlQueue>(*this, *compute_ring_);
+    return std::make_unique<AmdPm4Queue>(*this, *compute_ring_);
   }
-  if (!sdma_ring_) sdma_ring_ = std::make_unique<AmdRing>(*gpu_, t, KfdQueue::Type::sdma, kRingBytes, name());
+  if (!sdma_ring_) sdma_ring_ = make_ring(KfdQueue::Type::sdma);
   return std::make_unique<AmdSdmaQueue>(*this, *sdma_ring_);
 }
 
@@ -74,6 +104,11 @@ void AmdDevice::set_program_hooks(ProgramHooks hooks) {
   auto h = std::make_shared<const ProgramHooks>(std::move(hooks));
   std::lock_guard lock(mu_);
   program_hooks_ = std::move(h);
+}
+
+ProgramHooks AmdDevice::program_hooks() const {
+  std::lock_guard lock(mu_);
+  return program_hooks_ ? *program_hooks_ : ProgramHooks{};
 }
 
 std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::span<const uint8_t> binary) {
@@ -200,12 +235,64 @@ void AmdDevice::unmap_signal_page(void* addr, size_t) {
   signal_pages_.erase(reinterpret_cast<uint64_t>(addr));
 }
 
+std::string AmdDevice::timeline_state() const {
+  // Only the signal: timeline_value() belongs to the submitting thread, and this runs on waiters and the watcher.
+  const Signal& t = timeline_signal();
+  return cat("timeline signal ", hex(t.addr()), " = ", t.value());
+}
+
 std::string AmdDevice::describe_state() const {
-  std::string s = cat(" [", gpu_->describe());
+  std::string s = cat(" [", gpu_->describe(), "; ", timeline_state());
   std::lock_guard lock(rings_mu_);
-  for (const AmdRing* r : {pm4_ring_.get(), sdma_ring_.get()})
+  for (const AmdRing* r : {compute_ring_.get(), sdma_ring_.get()})
     if (r) s += cat("; ", r->describe());
   return s + "]";
+}
+
+std::vector<capture::RingDump> AmdDevice::pending_rings() const {
+  std::vector<capture::RingDump> out;
+  std::lock_guard lock(rings_mu_);
+  for (const AmdRing* r : {compute_ring_.get(), sdma_ring_.get()})
+    if (r) out.push_back(r->pending());
+  return out;
+}
+
+void AmdDevice::check_fault() const {
+  std::lock_guard lock(fault_mu_);
+  if (fault_) std::rethrow_exception(fault_);
+}
+
+std::string AmdDevice::fault_message(const KfdException& e) const {
+  // KFD does not say which queue faulted: name the queues that stopped with work left, and what they stopped at.
+  std::string queues;
+  {
+    std::lock_guard lock(rings_mu_);
+    for (const AmdRing* r : {compute_ring_.get(), sdma_ring_.get()})
+      if (r && !r->drained()) queues += cat("; ", r->describe());
+  }
+  if (queues.empty()) queues = "; every queue had read all it was given";
+  return cat(name(), ": ", e.describe(), " reported by KFD for ", gpu_->describe(), queues, "; ", timeline_state());
+}
+
+void AmdDevice::watch_faults() {
+  while (!stopping_.load()) {
+    std::optional<KfdException> e;
+    try {
+      e = gpu_->wait_exception(KfdGpu::kWaitForever);
+    } catch (const Error& err) {
+      // WAIT_EVENTS itself failed: the watcher cannot work, and saying so beats silently missing faults.
+      if (!stopping_.load())
+        record_error(std::make_exception_ptr(DeviceFault(cat(name(), ": fault watcher stopped: ", err.what()))));
+      return;
+    }
+    if (!e || e->gpu_id != gpu_->gpu_id()) continue;  // a wake-up, or another GPU's exception
+    auto fault = std::make_exception_ptr(DeviceFault(fault_message(*e)));
+    {
+      std::lock_guard lock(fault_mu_);
+      if (!fault_) fault_ = fault;
+    }
+    record_error(fault);
+  }
 }
 
 std::unique_ptr<Device> open_kfd_device_on(const std::string& name, std::shared_ptr<Os> os, unsigned index,

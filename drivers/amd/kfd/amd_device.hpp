@@ -2,11 +2,14 @@
 // SimOs). Memory and info() work; queues, the compiler and programs come with the AMD queue and code-object layers.
 #pragma once
 
+#include <atomic>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "amd/kfd/kfd.hpp"
 #include "hcq/device.hpp"
@@ -43,15 +46,28 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   std::unique_ptr<Program> load_program(const std::string& name, std::span<const uint8_t> binary) override;
   double ticks_to_us(uint64_t ticks) const override { return static_cast<double>(ticks) / 100.0; }  // 100 MHz
   std::string describe_state() const override;
+  std::vector<capture::RingDump> pending_rings() const override;
 
   KfdGpu& gpu() { return *gpu_; }
   Os& os() { return *os_; }
+  // The OS seam this device's KFD process lives behind: another GPU of the same process opens over it (peers).
+  std::shared_ptr<Os> shared_os() const { return os_; }
   // Installs the program hooks (before any program is loaded; programs loaded earlier keep the old ones).
   void set_program_hooks(ProgramHooks hooks);
+  // The hooks installed (empty ones if none): a peer GPU of the same machine installs the same.
+  ProgramHooks program_hooks() const;
 
  private:
   void map_signal_page(void* addr, size_t size) override;
   void unmap_signal_page(void* addr, size_t size) override;
+  // The fault watcher: blocks in WAIT_EVENTS on the GPU's exception events and turns an exception of this GPU
+  // into the device's sticky DeviceFault (fault_message says what it carries).
+  void watch_faults();
+  std::string fault_message(const KfdException& e) const;
+  // Rethrows the sticky fault, if there is one (the rings' wait check).
+  void check_fault() const;
+  // The timeline signal's address and value.
+  std::string timeline_state() const;
 
   std::shared_ptr<Os> os_;
   std::string interface_;
@@ -61,14 +77,20 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   std::map<uint64_t, std::unique_ptr<KfdBuffer>> foreign_;   // va -> host memory of others mapped here
   std::map<uint64_t, std::unique_ptr<KfdBuffer>> signal_pages_;
   bool mapper_registered_ = false;
-  // Hardware queues (amd_queue.hpp): one PM4 and one SDMA ring, made on first use, shared by every HWQueue of
-  // that kind. Declared after gpu_ so they go first.
+  // Hardware queues (amd_queue.hpp): one compute ring (AQL on multi-XCC parts, else PM4) and one SDMA ring, made
+  // on first use, shared by every HWQueue of that kind. Declared after gpu_ so they go first.
+  bool aql_compute() const;
   mutable std::mutex rings_mu_;
-  std::unique_ptr<AmdRing> pm4_ring_, sdma_ring_;
+  std::unique_ptr<AmdRing> compute_ring_, sdma_ring_;
   // Programs: one compiler for the device's target, made on first use; hooks for loads and unloads.
   std::once_flag compiler_once_;
   std::unique_ptr<AmdCompiler> compiler_;
   std::shared_ptr<const ProgramHooks> program_hooks_;  // guarded by mu_
+  // The sticky fault as recorded (Device keeps it too; this copy is for the rings' wait check).
+  mutable std::mutex fault_mu_;
+  std::exception_ptr fault_;
+  std::atomic<bool> stopping_{false};
+  std::thread fault_watcher_;  // started last in the constructor, joined first in the destructor
 };
 
 // AMD:<index>: the index-th GPU node of the real KFD topology. Throws UnsupportedDriver saying why not.

@@ -42,6 +42,14 @@ AmdProgram::~AmdProgram() {
   image_.reset();
 }
 
+bool AmdProgram::needs_scratch(const Target& t) const {
+  if (facts_.info.private_segment_size != 0) return true;
+  const Register* rsrc2 = t.regs->find("COMPUTE_PGM_RSRC2");
+  for (const Field& f : rsrc2->fields)
+    if (f.name == "scratch_en") return f.get(facts_.info.rsrc2) != 0;
+  return false;
+}
+
 uint32_t AmdProgram::kernarg_bytes() const {
   const uint32_t n = std::max(facts_.kernarg_segment_size, launch_block_offset() + kLaunchBlockBytes);
   return (n + 15) & ~15u;

@@ -1,5 +1,6 @@
 // A kernel loaded on an AMD GPU: the code object image uploaded to device memory (relocated for its base), and
-// what a queue needs to encode a dispatch of it — the register values (amd::KernelInfo: RSRC1/2/3, LDS, scratch,
+// what a queue needs to encode a dispatch of it — the register values (amd::KernelInfo: RSRC1/2/3, LDS, scratch
+// per work-item, which the queue's ring provides: amd_scratch.hpp,
 // whether the kernel wants the dispatch packet pointer in its user SGPRs: HCQ C kernels do not, hand-written IR
 // may), the code entry VA (COMPUTE_PGM_LO/HI), the kernel descriptor VA (AQL kernel_object) and the kernarg
 // segment size/alignment.
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "amd/encode.hpp"
+#include "amd/target.hpp"
 #include "hcq/program.hpp"
 
 namespace hcq::amd {
@@ -51,6 +53,9 @@ class AmdProgram final : public Program {
   uint32_t kernarg_segment_size() const { return facts_.kernarg_segment_size; }
   uint32_t kernarg_segment_align() const { return facts_.kernarg_segment_align; }
   bool wants_dispatch_ptr() const { return facts_.info.dispatch_ptr; }
+  // Whether a launch needs scratch: a private segment (the descriptor's private_segment_fixed_size) or
+  // COMPUTE_PGM_RSRC2.SCRATCH_EN (AMDHSA's ENABLE_PRIVATE_SEGMENT) set for target `t`.
+  bool needs_scratch(const Target& t) const;
   const Facts& facts() const { return facts_; }
 
   // Byte offset of the launch block in the kernarg segment: right after the explicit arguments.

@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "amd/aql_facts.hpp"
+#include "amd/decode.hpp"
 #include "amd/kfd/amd_program.hpp"
+#include "hcq/capture.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 
@@ -28,8 +30,42 @@ AmdRing::AmdRing(KfdGpu& gpu, const Target& target, KfdQueue::Type type, uint32_
                  std::string device_name)
     : gpu_(gpu), target_(target), device_name_(std::move(device_name)) {
   queue_ = gpu_.create_queue(type, ring_bytes);
+  scratch_ = std::make_unique<AmdScratch>(gpu_, target_, queue_->amd_queue(),
+                                          cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id()));
   ring_words_ = ring_bytes / 4;
   ring_ = static_cast<uint32_t*>(queue_->ring());
+  if (aql()) {
+    // Every slot starts INVALID: the packet processor stops at the first slot whose header is not published.
+    for (uint32_t i = 0; i < ring_words_; i += aql::kPacketWords)
+      ring_[i] = aql::header(aql::INVALID, false, aql::SCOPE_NONE, aql::SCOPE_NONE);
+  }
+}
+
+const char* AmdRing::units_name() const {
+  switch (queue_->type()) {
+    case KfdQueue::Type::compute_pm4: return "dwords";
+    case KfdQueue::Type::sdma: return "bytes";
+    case KfdQueue::Type::compute_aql: return "packets";
+  }
+  return "?";
+}
+
+uint64_t AmdRing::to_units(uint64_t words) const {
+  switch (queue_->type()) {
+    case KfdQueue::Type::sdma: return words * 4;
+    case KfdQueue::Type::compute_aql: return words / aql::kPacketWords;
+    case KfdQueue::Type::compute_pm4: break;
+  }
+  return words;
+}
+
+uint64_t AmdRing::to_words(uint64_t units) const {
+  switch (queue_->type()) {
+    case KfdQueue::Type::sdma: return units / 4;
+    case KfdQueue::Type::compute_aql: return units * aql::kPacketWords;
+    case KfdQueue::Type::compute_pm4: break;
+  }
+  return units;
 }
 
 const char* AmdRing::kind_name() const {
@@ -41,19 +77,63 @@ const char* AmdRing::kind_name() const {
   return "?";
 }
 
-uint64_t AmdRing::read_words() const { return load_ptr(queue_->read_ptr()) / units_per_word(); }
+uint64_t AmdRing::read_words() const { return to_words(load_ptr(queue_->read_ptr())); }
 
 void AmdRing::publish(uint64_t pos_words) {
   if (pos_words == published_words_) return;
-  queue_->submit(pos_words * units_per_word());
+  queue_->submit(to_units(pos_words));
   published_words_ = pos_words;
+}
+
+bool AmdRing::drained() const {
+  return load_ptr(queue_->read_ptr()) >= load_ptr(queue_->write_ptr());
 }
 
 std::string AmdRing::describe() const {
   // No lock: the pointers are read atomically, and a submitter waiting for room must not block a hang report.
-  const char* units = units_per_word() == 4 ? "bytes" : "dwords";
-  return cat(kind_name(), " queue ", queue_->queue_id(), ": rptr ", load_ptr(queue_->read_ptr()), " wptr ",
-             load_ptr(queue_->write_ptr()), " (", units, ", ring of ", queue_->ring_bytes(), " bytes)");
+  const uint64_t r = load_ptr(queue_->read_ptr()), w = load_ptr(queue_->write_ptr());
+  std::string s = cat(kind_name(), " queue ", queue_->queue_id(), ": rptr ", r, " wptr ", w, " (", units_name(),
+                      ", ring of ", queue_->ring_bytes(), " bytes)");
+  if (r >= w) return s + ", idle";
+  // The packet the GPU stopped at: up to 64 dwords from the read pointer (wrapping), decoded with the target's
+  // tables. A garbled ring decodes as an error packet rather than failing the report.
+  const uint64_t from = to_words(r);
+  const uint64_t n = std::min<uint64_t>({to_words(w) - from, 64, ring_words_});
+  std::vector<uint32_t> words(n);
+  for (uint64_t i = 0; i < n; ++i)
+    words[i] = __atomic_load_n(ring_ + (from + i) % ring_words_, __ATOMIC_RELAXED);
+  std::vector<DecodedPacket> pkts;
+  switch (queue_->type()) {
+    case KfdQueue::Type::compute_pm4: pkts = decode_pm4(words, target_); break;
+    case KfdQueue::Type::sdma: pkts = decode_sdma(words, target_); break;
+    case KfdQueue::Type::compute_aql: pkts = decode_aql(words, target_); break;
+  }
+  if (pkts.empty()) return s;
+  const DecodedPacket& p = pkts.front();
+  s += cat(", at rptr: ", p.op);
+  for (const DecodedField& f : p.fields)
+    s += cat(" ", f.name, "=", f.text.empty() ? hex(f.value) : f.text);
+  if (!p.ok()) s += cat(" [", p.error, "]");
+  return s;
+}
+
+capture::RingDump AmdRing::pending() const {
+  capture::RingDump d;
+  d.queue = cat(kind_name(), " queue ", queue_->queue_id());
+  switch (queue_->type()) {
+    case KfdQueue::Type::compute_pm4: d.format = "pm4"; break;
+    case KfdQueue::Type::sdma: d.format = "sdma"; break;
+    case KfdQueue::Type::compute_aql: d.format = "aql"; break;
+  }
+  d.read = load_ptr(queue_->read_ptr());
+  d.write = load_ptr(queue_->write_ptr());
+  const uint64_t from = to_words(d.read);
+  const uint64_t pending = d.write > d.read ? to_words(d.write) - from : 0;
+  const uint64_t n = std::min<uint64_t>({pending, ring_words_, capture::kMaxWords});
+  d.words.resize(n);
+  for (uint64_t i = 0; i < n; ++i) d.words[i] = __atomic_load_n(ring_ + (from + i) % ring_words_, __ATOMIC_RELAXED);
+  d.dropped = pending - n;
+  return d;
 }
 
 void AmdRing::wait_room(uint64_t pos, uint64_t need) {
@@ -67,18 +147,17 @@ void AmdRing::wait_room(uint64_t pos, uint64_t need) {
   for (;;) {
     const uint64_t r = read_words();
     if (pos + need - r <= ring_words_) return;
+    if (check_) check_();
     const auto now = Clock::now();
     if (r != seen) {
       seen = r;
       moved_at = now;
       sleep = std::chrono::microseconds(1);
     } else if (now - moved_at >= limit) {
-      const std::optional<std::string> fault = gpu_.poll_exception();
-      const char* units = units_per_word() == 4 ? "bytes" : "dwords";
       throw TimeoutError(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": no room for ", need,
                              " dwords in the ring of ", queue_->ring_bytes(), " bytes after ", limit.count(),
-                             " ms: the GPU's read pointer stays at rptr ", r * units_per_word(), ", wptr ",
-                             pos * units_per_word(), " (", units, ")", fault ? "; " : "", fault ? *fault : ""));
+                             " ms: the GPU's read pointer stays at rptr ", to_units(r), ", wptr ", to_units(pos),
+                             " (", units_name(), "); ", describe()));
     }
     if (sleep.count() < 4)
       std::this_thread::yield();
@@ -112,6 +191,20 @@ void AmdRing::put(std::span<const uint32_t> group, uint64_t& pos) {
   if (n > ring_words_)
     throw InvalidArgument(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": a packet group of ",
                               n, " dwords does not fit the ring of ", ring_words_, " dwords"));
+  if (aql()) {
+    // Packet by packet: the body first, then the header dword with release order, which publishes the packet.
+    if (n % aql::kPacketWords)
+      throw InvalidArgument(cat(device_name_, ": AQL queue ", queue_->queue_id(), ": ", n,
+                                " dwords are not whole 64-byte packets"));
+    for (uint64_t i = 0; i < n; i += aql::kPacketWords) {
+      wait_room(pos, aql::kPacketWords);
+      uint32_t* slot = ring_ + pos % ring_words_;  // slots never straddle the end: the ring is whole packets
+      std::memcpy(slot + 1, group.data() + i + 1, (aql::kPacketWords - 1) * 4);
+      __atomic_store_n(slot, group[i], __ATOMIC_RELEASE);
+      pos += aql::kPacketWords;
+    }
+    return;
+  }
   const uint64_t off = pos % ring_words_;
   if (off + n > ring_words_) fill(static_cast<uint32_t>(ring_words_ - off), pos);
   wait_room(pos, n);
@@ -150,6 +243,13 @@ bool AmdRing::wait_consumed(uint64_t end_words, std::chrono::milliseconds timeou
   auto sleep = std::chrono::microseconds(1);
   while (read_words() < end_words) {
     if (Clock::now() >= until) return false;
+    if (check_) {
+      try {
+        check_();
+      } catch (const Error&) {
+        return false;
+      }
+    }
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(500));
   }
@@ -212,31 +312,42 @@ void AmdPm4Queue::encode_timestamp(Sym signal_addr) {
   flush_patches();
 }
 
-void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
-                              const Dims& local) {
+AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs& args, const Dims& global,
+                                        const Dims& local, bool with_packet, bool grid_at_submit) {
   // HWQueue::exec checked that the program was loaded on this device, and AmdDevice loads only AmdPrograms.
   const auto* p = dynamic_cast<const AmdProgram*>(&program);
   if (p == nullptr)
     throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ", which is not an AMD program"));
-  const KernelInfo& k = p->info();
-  if (k.private_segment_size != 0)
-    throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": the kernel needs ",
-                              k.private_segment_size, " bytes of scratch per work-item, which AMD queues do not "
-                              "allocate yet"));
+  // Scratch first (it may refuse the kernel): grown on this queue's ring before anything is recorded.
+  AmdScratch::Use scratch;
+  if (p->needs_scratch(target())) {
+    try {
+      scratch = ring_.scratch().ensure(p->info().private_segment_size);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(cat("exec of ", program.name(), ": ", e.what()));
+    }
+  }
 
   // Side memory: the kernarg segment (explicit arguments, then the launch block the kernel reads its group counts and
-  // local size from); for a kernel that asks for the dispatch pointer (hand-written IR), an AQL-layout dispatch
-  // packet before it.
+  // local size from), after the AQL-layout dispatch packet when one is wanted.
   const uint64_t kalign = std::max<uint64_t>(16, p->kernarg_segment_align());
-  const uint64_t karg_off = k.dispatch_ptr ? (aql::kPacketBytes + kalign - 1) / kalign * kalign : 0;
+  const uint64_t karg_off = with_packet ? (aql::kPacketBytes + kalign - 1) / kalign * kalign : 0;
   const uint64_t side_bytes = karg_off + p->kernarg_bytes();
-  const SideBlock side = device().alloc_side(side_bytes, std::max<uint64_t>(64, kalign));
-  side_.push_back(side);
-  std::memset(side.host, 0, side_bytes);
-  std::byte* kargs = side.host + karg_off;
-  const uint64_t kargs_va = side.va + karg_off;
+  Launch l;
+  l.program = p;
+  l.scratch = scratch;
+  l.side = device().alloc_side(side_bytes, std::max<uint64_t>(64, kalign));
+  side_.push_back(l.side);
+  std::memset(l.side.host, 0, side_bytes);
+  std::byte* kargs = l.side.host + karg_off;
+  l.kargs_va = l.side.va + karg_off;
   // The packet first: it may refuse the dims, and then no patch into this side block must have been recorded.
-  if (k.dispatch_ptr) write_dispatch_packet(*p, side.host, kargs_va, global, local);
+  if (with_packet) {
+    write_dispatch_packet(*p, l.side.host, l.kargs_va, global, local, grid_at_submit);
+    l.packet = l.side.host;
+    l.packet_va = l.side.va;
+  }
+  l.launch_block = kargs + p->launch_block_offset();
   auto u32_at = [&](uint64_t off) {
     return PatchList::Location{PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + off), PatchList::Kind::u32};
   };
@@ -248,12 +359,21 @@ void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, co
     patches_.add(global[i], u32_at(p->launch_block_offset() + 4 * i));
     patches_.add(local[i], u32_at(p->launch_block_offset() + 12 + 4 * i));
   }
+  return l;
+}
 
+void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
+                              const Dims& local) {
+  // A kernel that asks for the dispatch pointer (hand-written IR) gets an AQL-layout packet in side memory.
+  const auto* ap = dynamic_cast<const AmdProgram*>(&program);
+  const Launch l = build_launch(program, args, global, local, ap != nullptr && ap->info().dispatch_ptr);
+  const KernelInfo& k = l.program->info();
   DispatchArgs a;
-  a.code_addr = p->code_va();
-  a.kernarg_addr = kargs_va;
-  a.dispatch_packet_addr = k.dispatch_ptr ? side.va : 0u;
-  a.scratch_addr = 0u;
+  a.code_addr = l.program->code_va();
+  a.kernarg_addr = l.kargs_va;
+  a.dispatch_packet_addr = l.packet_va;
+  a.scratch_addr = l.scratch.base;  // 0 with TMPRING_SIZE 0 for a kernel without scratch
+  a.tmpring_size = l.scratch.tmpring;
   a.groups = global;
   a.local = local;
   const size_t words_before = words_.size(), starts_before = starts_.size();
@@ -269,8 +389,8 @@ void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, co
   flush_patches();
 }
 
-void AmdPm4Queue::write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va,
-                                        const Dims& global, const Dims& local) {
+void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va,
+                                     const Dims& global, const Dims& local, bool grid_at_submit) {
   // Only for kernels that read the dispatch pointer (hand-written IR; HCQ C kernels read the launch block). The
   // packet, written field by field from the AQL facts; symbolic dims become field patches.
   auto* pkt = reinterpret_cast<uint32_t*>(at);
@@ -301,7 +421,7 @@ void AmdPm4Queue::write_dispatch_packet(const AmdProgram& program, std::byte* at
   // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused,
   // before any patch is recorded.
   const std::string what = cat(device().name(), ": exec of ", program.name(), ", which reads the dispatch packet");
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3 && !grid_at_submit; ++i) {
     const Sym& g = global[i];
     const Sym& w = local[i];
     if (g.is_const() && w.is_const()) {
@@ -322,6 +442,7 @@ void AmdPm4Queue::write_dispatch_packet(const AmdProgram& program, std::byte* at
     const Sym& g = global[i];
     const Sym& w = local[i];
     set_sym(field(kWg[i]), w, 0);
+    if (grid_at_submit) continue;
     if (g.is_const() && w.is_const())
       set(field(kGrid[i]), g.add * w.add);
     else if (g.is_const())
@@ -375,6 +496,12 @@ void AmdPm4Queue::submit_words(uint64_t completion_addr, uint64_t seq) {
     last_end_ = ring_.submit({}, {}, tail_);
   else
     submit_groups(words_, tail_);
+  // Captured: the commands as the GPU reads them (bound: the patched copy its INDIRECT_BUFFER points at), then
+  // the ring's tail.
+  capture::on_submit(*this, "pm4", last_end_,
+                     bound() ? std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(bound_.host), words_.size())
+                             : std::span<const uint32_t>(words_),
+                     tail_);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -451,6 +578,7 @@ void AmdSdmaQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
       bound() ? std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(bound_.host), words_.size())
               : std::span<const uint32_t>(words_);
   submit_groups(words, tail_);
+  capture::on_submit(*this, "sdma", last_end_, words, tail_);
 }
 
 }  // namespace hcq::amd

@@ -11,6 +11,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "amd/aql_facts.hpp"
+#include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/process.hpp"
@@ -141,14 +143,15 @@ KfdGpu::KfdGpu(Os& os, const KfdNode& node) : os_(os), node_(node) {
   vm.gpu_id = node_.gpu_id;
   kfd_ioctl(AMDKFD_IOC_ACQUIRE_VM, &vm, "ACQUIRE_VM");
 
-#ifdef AMDKFD_IOC_RUNTIME_ENABLE
-  if (minor_ >= 14) {  // the runtime-enable handshake exists from KFD 1.14 on
-    kfd_ioctl_runtime_enable_args re{};
-    re.mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
-    if (os_.ioctl(kfd_.get(), AMDKFD_IOC_RUNTIME_ENABLE, &re) < 0 && errno != EBUSY)
+  if (minor_ >= kfd_compat::kRuntimeEnableMinor) {
+    // The runtime is up (as ROCr says at start). Per process: EBUSY when another GPU of this process said it
+    // already, EEXIST when that one already made queues; both mean the process is enabled.
+    kfd_compat::RuntimeEnableArgs re{};
+    re.mode_mask = kfd_compat::kRuntimeEnable;
+    if (os_.ioctl(kfd_.get(), kfd_compat::kIocRuntimeEnable, &re) < 0 && errno != EBUSY && errno != EEXIST)
       throw OsError(cat(describe(), ": RUNTIME_ENABLE"), errno);
+    runtime_enabled_ = true;
   }
-#endif
 
   // The apertures: the GPUVM range must cover the process's unified VA reservation.
   kfd_ioctl_get_process_apertures_new_args ap{};
@@ -165,32 +168,43 @@ KfdGpu::KfdGpu(Os& os, const KfdNode& node) : os_(os), node_(node) {
                                   " does not cover the process VA space ", hex(space.base()), "+", hex(space.size())));
   }
 
-  // The event page (uncached GTT the GPU writes event ids into) and the events.
+  // The event page (uncached GTT the GPU writes event ids into) and the events. KFD keeps one event page per
+  // process: when another GPU of this process gave it already, CREATE_EVENT refuses a second one ("Event page is
+  // already set", EINVAL) and our signal event takes a slot in that page instead.
   event_page_ = alloc(kEventPageBytes, KfdBuffer::Kind::gtt, KfdAllocOptions{true, true, false});
   kfd_ioctl_create_event_args ev{};
   ev.event_page_offset = event_page_->handle();
   ev.event_type = KFD_IOC_EVENT_SIGNAL;
   ev.auto_reset = 1;
-  kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &ev, "CREATE_EVENT (signal)");
+  if (os_.ioctl(kfd_.get(), AMDKFD_IOC_CREATE_EVENT, &ev) < 0) {
+    if (errno != EINVAL) throw OsError(cat(describe(), ": CREATE_EVENT (signal)"), errno);
+    event_page_.reset();
+    ev = kfd_ioctl_create_event_args{};
+    ev.event_type = KFD_IOC_EVENT_SIGNAL;
+    ev.auto_reset = 1;
+    kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &ev, "CREATE_EVENT (signal, in the process's event page)");
+  }
   signal_event_ = ev.event_id;
-  have_events_ = true;
-  kfd_ioctl_create_event_args mem{};
-  mem.event_type = KFD_IOC_EVENT_MEMORY;
-  kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &mem, "CREATE_EVENT (memory exception)");
-  memory_event_ = mem.event_id;
-  kfd_ioctl_create_event_args hw{};
-  hw.event_type = KFD_IOC_EVENT_HW_EXCEPTION;
-  kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &hw, "CREATE_EVENT (HW exception)");
-  hw_event_ = hw.event_id;
+  events_.push_back(signal_event_);
+  // The exception events, as the thunk creates them; auto-reset, so a waiter sees each exception once.
+  auto create = [&](uint32_t type, const char* what) {
+    kfd_ioctl_create_event_args e{};
+    e.event_type = type;
+    e.auto_reset = 1;
+    kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &e, what);
+    events_.push_back(e.event_id);
+    return e.event_id;
+  };
+  memory_event_ = create(KFD_IOC_EVENT_MEMORY, "CREATE_EVENT (memory exception)");
+  hw_event_ = create(KFD_IOC_EVENT_HW_EXCEPTION, "CREATE_EVENT (HW exception)");
+  wake_event_ = create(KFD_IOC_EVENT_SIGNAL, "CREATE_EVENT (exception waiter wake-up)");
 }
 
 KfdGpu::~KfdGpu() {
-  if (have_events_) {
-    for (uint32_t id : {hw_event_, memory_event_, signal_event_}) {
-      kfd_ioctl_destroy_event_args d{};
-      d.event_id = id;
-      os_.ioctl(kfd_.get(), AMDKFD_IOC_DESTROY_EVENT, &d);  // errors ignored: the fd closes next anyway
-    }
+  for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
+    kfd_ioctl_destroy_event_args d{};
+    d.event_id = *it;
+    os_.ioctl(kfd_.get(), AMDKFD_IOC_DESTROY_EVENT, &d);  // errors ignored: the fd closes next anyway
   }
   event_page_.reset();
 }
@@ -208,27 +222,79 @@ void KfdGpu::kfd_ioctl(unsigned long request, void* arg, const char* what) {
   }
 }
 
-uint64_t KfdGpu::event_slot_va() const { return event_page_->va() + uint64_t{signal_event_} * 8; }
+uint64_t KfdGpu::event_slot_va() const {
+  return event_page_ ? event_page_->va() + uint64_t{signal_event_} * 8 : 0;
+}
 
-std::optional<std::string> KfdGpu::poll_exception() {
-  kfd_event_data data[2]{};
+std::string KfdException::describe() const {
+  if (kind == Kind::memory) {
+    std::string why;
+    if (not_present) why += ", page not present";
+    if (read_only) why += ", write to a read-only page";
+    if (no_execute) why += ", execute of a no-execute page";
+    if (imprecise) why += ", imprecise address";
+    return cat("GPU memory fault at ", hex(va), why.empty() ? "" : " (", why.empty() ? "" : why.substr(2),
+               why.empty() ? "" : ")");
+  }
+  return cat("GPU hardware exception (", reset_cause == KFD_HW_EXCEPTION_ECC ? "ECC error" : "hang",
+             reset_type == KFD_HW_EXCEPTION_WHOLE_GPU_RESET ? ", whole-GPU reset" : ", engine reset",
+             memory_lost ? ", memory lost" : "", ")");
+}
+
+std::optional<KfdException> KfdGpu::wait_exception(uint32_t timeout_ms) {
+  kfd_event_data data[3]{};
   data[0].event_id = memory_event_;
   data[1].event_id = hw_event_;
+  data[2].event_id = wake_event_;
   kfd_ioctl_wait_events_args w{};
   w.events_ptr = reinterpret_cast<uint64_t>(data);
-  w.num_events = 2;
+  w.num_events = 3;
   w.wait_for_all = 0;
-  w.timeout = 0;
+  w.timeout = timeout_ms;
   kfd_ioctl(AMDKFD_IOC_WAIT_EVENTS, &w, "WAIT_EVENTS (exceptions)");
   if (w.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE) return std::nullopt;
+  // KFD fills the data of the events that fired only; every exception names its GPU, so a zero gpu_id means
+  // that event did not fire.
   const auto& m = data[0].memory_exception_data;
-  if (m.va != 0 || m.failure.NotPresent || m.failure.ReadOnly || m.failure.NoExecute)
-    return cat(describe(), ": GPU memory fault at ", hex(m.va), m.failure.NotPresent ? " (page not present)" : "",
-               m.failure.ReadOnly ? " (write to read-only page)" : "", m.failure.NoExecute ? " (no-execute)" : "");
   const auto& h = data[1].hw_exception_data;
-  return cat(describe(), ": GPU hardware exception (", h.reset_cause == KFD_HW_EXCEPTION_ECC ? "ECC" : "hang",
-             h.reset_type == KFD_HW_EXCEPTION_WHOLE_GPU_RESET ? ", whole-GPU reset" : ", engine reset",
-             h.memory_lost ? ", memory lost" : "", ")");
+  KfdException e;
+  if (m.gpu_id != 0) {
+    e.kind = KfdException::Kind::memory;
+    e.gpu_id = m.gpu_id;
+    e.va = m.va;
+    e.not_present = m.failure.NotPresent != 0;
+    e.read_only = m.failure.ReadOnly != 0;
+    e.no_execute = m.failure.NoExecute != 0;
+    e.imprecise = m.failure.imprecise != 0;
+    return e;
+  }
+  if (h.gpu_id != 0) {
+    e.kind = KfdException::Kind::hardware;
+    e.gpu_id = h.gpu_id;
+    e.reset_type = h.reset_type;
+    e.reset_cause = h.reset_cause;
+    e.memory_lost = h.memory_lost != 0;
+    return e;
+  }
+  // Nothing named: our wake-up, or a HW exception whose data this kernel did not copy out (older kernels copy
+  // only memory-exception data); then it is taken to be this GPU's.
+  if (wake_requested_.exchange(false)) return std::nullopt;
+  e.kind = KfdException::Kind::hardware;
+  e.gpu_id = node_.gpu_id;
+  return e;
+}
+
+void KfdGpu::wake_exception_waiter() {
+  wake_requested_.store(true);
+  kfd_ioctl_set_event_args s{};
+  s.event_id = wake_event_;
+  kfd_ioctl(AMDKFD_IOC_SET_EVENT, &s, "SET_EVENT (exception waiter wake-up)");
+}
+
+std::optional<std::string> KfdGpu::poll_exception() {
+  const std::optional<KfdException> e = wait_exception(0);
+  if (!e) return std::nullopt;
+  return cat(describe(), ": ", e->describe(), e->gpu_id != node_.gpu_id ? cat(" on gpu_id ", hex(e->gpu_id)) : "");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -333,8 +399,15 @@ std::unique_ptr<KfdQueue> KfdGpu::create_queue(KfdQueue::Type type, uint32_t rin
   c.ring_base_address = q->ring_->va();
   c.ring_size = ring_bytes;
   c.gpu_id = node_.gpu_id;
-  c.read_pointer_address = q->ptrs_->va();
-  c.write_pointer_address = q->ptrs_->va() + 8;
+  c.read_pointer_address = q->ptrs_->va() + q->read_offset();
+  c.write_pointer_address = q->ptrs_->va() + q->write_offset();
+  if (type == KfdQueue::Type::compute_aql) {
+    // The pointer page starts with the amd_queue_t: the CP locates it from the read pointer and the offset after it.
+    const amd::Field& base = *amd::aql::kAmdQueue.find("read_dispatch_id_field_base_byte_offset");
+    auto* words = static_cast<uint32_t*>(q->ptrs_->host());
+    words[base.dword] = q->read_offset();
+    words[amd::aql::kAmdQueue.find("queue_properties")->dword] = 2;  // IS_PTR64
+  }
   c.queue_percentage = 100;
   c.queue_priority = 7;
   switch (type) {
@@ -373,8 +446,21 @@ std::unique_ptr<KfdQueue> KfdGpu::create_queue(KfdQueue::Type type, uint32_t rin
   return q;
 }
 
-volatile uint64_t* KfdQueue::read_ptr() const { return static_cast<volatile uint64_t*>(ptrs_->host()); }
-volatile uint64_t* KfdQueue::write_ptr() const { return static_cast<volatile uint64_t*>(ptrs_->host()) + 1; }
+uint32_t KfdQueue::read_offset() const {
+  return type_ == Type::compute_aql ? amd::aql::kAmdQueue.find("read_dispatch_id")->dword * 4u : 0u;
+}
+uint32_t KfdQueue::write_offset() const {
+  return type_ == Type::compute_aql ? amd::aql::kAmdQueue.find("write_dispatch_id")->dword * 4u : 8u;
+}
+volatile uint64_t* KfdQueue::read_ptr() const {
+  return reinterpret_cast<volatile uint64_t*>(static_cast<std::byte*>(ptrs_->host()) + read_offset());
+}
+volatile uint64_t* KfdQueue::write_ptr() const {
+  return reinterpret_cast<volatile uint64_t*>(static_cast<std::byte*>(ptrs_->host()) + write_offset());
+}
+std::byte* KfdQueue::amd_queue() const {
+  return type_ == Type::compute_aql ? static_cast<std::byte*>(ptrs_->host()) : nullptr;
+}
 
 void KfdQueue::submit(uint64_t new_wptr) {
   *write_ptr() = new_wptr;

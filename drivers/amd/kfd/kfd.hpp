@@ -3,6 +3,8 @@
 // queues, each an RAII object that gives back what it took, in reverse order.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -82,12 +84,18 @@ class KfdQueue {
   // Written by the GPU / by us. Units: dwords for PM4, bytes for SDMA, 64-byte packets for AQL.
   volatile uint64_t* read_ptr() const;
   volatile uint64_t* write_ptr() const;
+  // AQL: the queue's amd_queue_t (aql_facts.hpp kAmdQueue), which holds both pointers and the scratch setup the CP
+  // reads at each dispatch; null for PM4 and SDMA queues.
+  std::byte* amd_queue() const;
   // Stores the write pointer and rings the doorbell with it (release ordering before the doorbell).
   void submit(uint64_t new_wptr);
 
  private:
   friend class KfdGpu;
   KfdQueue(KfdGpu& gpu, Type type) : gpu_(gpu), type_(type) {}
+  // Byte offsets of the read and write pointers in the pointer page (AQL: where amd_queue_t keeps them).
+  uint32_t read_offset() const;
+  uint32_t write_offset() const;
   KfdGpu& gpu_;
   Type type_;
   uint32_t queue_id_ = 0, ring_bytes_ = 0;
@@ -95,6 +103,19 @@ class KfdQueue {
   std::unique_ptr<KfdBuffer> ring_, ptrs_, eop_, ctx_save_;
   Mapping doorbell_page_;
   volatile uint64_t* doorbell_ = nullptr;
+};
+
+// What KFD reported through a memory-exception or HW-exception event (kfd_hsa_memory_exception_data,
+// kfd_hsa_hw_exception_data). KFD delivers these to every such event of the process: gpu_id says which GPU.
+struct KfdException {
+  enum class Kind { memory, hardware } kind = Kind::memory;
+  uint32_t gpu_id = 0;
+  uint64_t va = 0;                                               // memory: the faulting address
+  bool not_present = false, read_only = false, no_execute = false, imprecise = false;  // memory: why
+  uint32_t reset_type = 0, reset_cause = 0;                      // hardware
+  bool memory_lost = false;
+  // "GPU memory fault at 0x7f00 (page not present)", "GPU hardware exception (hang, engine reset)".
+  std::string describe() const;
 };
 
 // One opened GPU. Opens /dev/kfd and the render node, checks the KFD version, acquires the VM, reads the apertures
@@ -112,6 +133,8 @@ class KfdGpu {
   int kfd_fd() const { return kfd_.get(); }
   uint32_t version_major() const { return major_; }
   uint32_t version_minor() const { return minor_; }
+  // Whether bring-up told KFD the runtime is enabled (KFD 1.13 and later).
+  bool runtime_enabled() const { return runtime_enabled_; }
   std::string describe() const;  // "gfx1100 (gpu_id 0x4a2c, node 1, KFD 1.11)"
 
   // Memory at a fresh VA of hcq::process().va.
@@ -121,10 +144,18 @@ class KfdGpu {
   // PM4/AQL compute or SDMA queue with a ring of `ring_bytes` (a power of two).
   std::unique_ptr<KfdQueue> create_queue(KfdQueue::Type type, uint32_t ring_bytes);
 
-  // The signal event: its id is what RELEASE_MEM's interrupt names; the page slot the GPU writes.
+  // The signal event: its id is what RELEASE_MEM's interrupt names; the page slot the GPU writes (0 when another
+  // GPU of this KFD process gave the event page: KFD keeps one per process).
   uint32_t signal_event_id() const { return signal_event_; }
   uint64_t event_slot_va() const;
-  // Checks the memory and HW exception events without blocking; a message describing the fault, or nullopt.
+  // Waits up to `timeout_ms` (kWaitForever: no limit) for the memory or HW exception event, or for
+  // wake_exception_waiter(). Returns what KFD reported, or nullopt on timeout or wake. The events reset when a
+  // wait returns them: each exception is delivered once per waiter of this GPU.
+  static constexpr uint32_t kWaitForever = 0xffffffffu;
+  std::optional<KfdException> wait_exception(uint32_t timeout_ms);
+  // Ends a wait_exception() in progress on another thread (SET_EVENT on a signal event of our own).
+  void wake_exception_waiter();
+  // wait_exception(0), as a message naming this GPU; nullopt when no exception is pending.
   std::optional<std::string> poll_exception();
 
   // ioctl that throws OsError naming the command and this GPU.
@@ -138,8 +169,10 @@ class KfdGpu {
   UniqueFd kfd_, render_;
   uint32_t major_ = 0, minor_ = 0;
   std::unique_ptr<KfdBuffer> event_page_;
-  uint32_t signal_event_ = 0, memory_event_ = 0, hw_event_ = 0;
-  bool have_events_ = false;
+  uint32_t signal_event_ = 0, memory_event_ = 0, hw_event_ = 0, wake_event_ = 0;
+  std::vector<uint32_t> events_;  // created, destroyed in reverse
+  std::atomic<bool> wake_requested_{false};
+  bool runtime_enabled_ = false;
   std::mutex mu_;
 };
 

@@ -32,6 +32,8 @@ class AqlProcessor final : public Processor {
   Outcome dispatch(const Where& at, uint64_t packet_va);
   Outcome barrier_and(const Where& at);
   Outcome vendor(const Where& at);
+  // The scratch a dispatch needs against the queue's amd_queue_t; empty when usable or not needed.
+  std::string scratch_error(const DispatchInfo& d, const amd::KernelDescriptor& desc);
   // Completion signal, header back to INVALID, read index + 1.
   bool finish(const Where& at);
   Outcome fault(const Where& at, uint64_t address, bool memory, std::string reason) {
@@ -173,9 +175,55 @@ AqlProcessor::Outcome AqlProcessor::dispatch(const Where& at, uint64_t packet_va
   d.rsrc3 = desc.compute_pgm_rsrc3;
   d.wave32 = (desc.kernel_code_properties & amd::KernelDescriptor::kWavefrontSize32) != 0;
   if (items == 0) return Outcome::done;
-  const std::string err = ctx_.run_dispatch(d);
-  if (!err.empty()) return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": " + err);
+  if (const std::string why = scratch_error(d, desc); !why.empty()) return fault(at, 0, false, why);
+  const QueueContext::DispatchError err = ctx_.run_dispatch(d);
+  if (err.failed())
+    return fault(at, err.memory ? err.address : d.code_addr, err.memory,
+                 "dispatch of code at " + hex(d.code_addr) + ": " + err.reason);
   return Outcome::done;
+}
+
+std::string AqlProcessor::scratch_error(const DispatchInfo& d, const amd::KernelDescriptor& desc) {
+  // HSA: the packet's private_segment_size covers at least the kernel's fixed private segment.
+  if (d.private_segment_size < desc.private_segment_fixed_size)
+    return "KERNEL_DISPATCH private_segment_size " + std::to_string(d.private_segment_size) +
+           " is below the kernel's private_segment_fixed_size " + std::to_string(desc.private_segment_fixed_size);
+  const amd::RegisterTable& regs = *ctx_.desc().target->regs;
+  const amd::Register& rsrc2 = *regs.find("COMPUTE_PGM_RSRC2");
+  const amd::Register& tmpring_reg = *regs.find("COMPUTE_TMPRING_SIZE");
+  auto reg_field = [](const amd::Register& r, std::string_view n) -> const amd::Field& {
+    for (const amd::Field& f : r.fields)
+      if (f.name == n) return f;
+    throw std::logic_error("register " + std::string(r.name) + " lacks " + std::string(n));
+  };
+  if (d.private_segment_size == 0 && reg_field(rsrc2, "scratch_en").get(d.rsrc2) == 0) return {};
+  // The CP finds the amd_queue_t from the read pointer KFD was given and the offset stored after it, and sets up
+  // the waves' architected flat scratch from it.
+  const uint64_t rptr = ctx_.desc().rptr_va;
+  uint32_t off = 0;
+  uint32_t q[amd::aql::kAmdQueueBytes / 4];
+  if (!ctx_.load<uint32_t>(rptr + 8, off) || off > rptr || !ctx_.read_words(rptr - off, q, std::size(q)))
+    return "dispatch needs scratch, but the queue's amd_queue_t (read pointer " + hex(rptr) + " less offset " +
+           std::to_string(off) + ") is not mapped";
+  const Layout& l = amd::aql::kAmdQueue;
+  const uint64_t base = get(field(l, "scratch_backing_memory_location"), q);
+  const uint64_t bytes = get(field(l, "scratch_backing_memory_byte_size"), q);
+  const uint64_t lane = get(field(l, "scratch_wave64_lane_byte_size"), q);
+  const uint32_t tmpring = static_cast<uint32_t>(get(field(l, "compute_tmpring_size"), q));
+  const uint64_t waves = reg_field(tmpring_reg, "waves").get(tmpring);
+  const uint64_t wave_bytes = uint64_t{reg_field(tmpring_reg, "wavesize").get(tmpring)} << regs.scratch_wave_shift;
+  const std::string what = "dispatch with " + std::to_string(d.private_segment_size) + " bytes of scratch per work-item: ";
+  if (base == 0 || bytes == 0 || !ctx_.ptr(base, bytes))
+    return what + "the queue's scratch backing memory " + hex(base) + " (" + std::to_string(bytes) + " bytes) is not mapped";
+  if (waves == 0 || wave_bytes == 0 || waves * wave_bytes * ctx_.desc().num_xcc > bytes)
+    return what + "compute_tmpring_size " + hex(tmpring) + " (WAVES " + std::to_string(waves) + " x " +
+           std::to_string(wave_bytes) + " bytes, per XCC of " + std::to_string(ctx_.desc().num_xcc) +
+           ") does not fit the " + std::to_string(bytes) + " bytes of backing memory";
+  const uint64_t lanes = d.wave32 ? 32 : 64;
+  if (lane < d.private_segment_size || wave_bytes < uint64_t{d.private_segment_size} * lanes)
+    return what + "the queue provides " + std::to_string(lane) + " bytes per lane, " + std::to_string(wave_bytes) +
+           " per wave";
+  return {};
 }
 
 AqlProcessor::Outcome AqlProcessor::barrier_and(const Where& at) {

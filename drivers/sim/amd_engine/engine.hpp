@@ -18,9 +18,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "sim/common/engine_group.hpp"
+#include "sim/common/runner_core.hpp"
 #include "sim/kfd/queue_runner.hpp"
 
 namespace hcq::sim::amd_engine {
@@ -54,7 +57,21 @@ struct DispatchInfo {
 // which faults the queue with that reason. An exception thrown from it faults the queue likewise.
 using DispatchFn = std::function<std::string(const DispatchInfo&, QueueHost& host)>;
 
-enum class Scheduling : uint8_t { threaded, deterministic };
+// What a DispatchFn throws when the kernel touched memory not mapped on the GPU: the queue then takes a page fault
+// at `address` (KFD's memory-exception event), not a hang.
+class MemoryFault : public std::runtime_error {
+ public:
+  MemoryFault(uint64_t address, const std::string& what) : std::runtime_error(what), address_(address) {}
+  uint64_t address() const { return address_; }
+
+ private:
+  uint64_t address_;
+};
+
+// Threaded or deterministic, the runners' states and their scheduling: drivers/sim/common/runner_core.hpp.
+using sim::RunnerState;
+using sim::Scheduling;
+using sim::to_string;
 
 struct EngineOptions {
   DispatchFn dispatch;  // null: every dispatch faults its queue ("no kernel runner attached")
@@ -80,41 +97,15 @@ struct FaultRecord {
   std::string message() const;
 };
 
-enum class RunnerState : uint8_t {
-  idle,     // read pointer at the write pointer
-  running,  // packets to execute
-  waiting,  // blocked on memory/register (WAIT_REG_MEM, POLL_REGMEM, barrier) or an unpublished AQL slot
-  faulted,  // stopped for good; fault() says why
-};
-const char* to_string(RunnerState s);
+// The runner the factory makes. Everything past QueueRunner (state, fault, wait_settled) is for tests and hang
+// reports.
+using EngineRunner = EngineRunnerOf<QueueRunner, FaultRecord>;
 
-// The runner the factory makes. Everything past QueueRunner is for tests and hang reports.
-class EngineRunner : public QueueRunner {
+// Makes runners with one set of options; in the deterministic mode they share one simulator thread.
+class EngineGroup final : public EngineGroupOf<EngineOptions> {
  public:
-  virtual RunnerState state() const = 0;
-  // The fault that stopped the queue (reason empty if none).
-  virtual FaultRecord fault() const = 0;
-  // Waits until the runner has looked at the ring since the last doorbell and is idle, waiting or faulted.
-  // False on timeout.
-  virtual bool wait_settled(std::chrono::milliseconds timeout) const = 0;
-};
-
-// Makes runners with one set of options. In the deterministic mode its runners share one simulator thread, which
-// the group owns with them (it ends when the group and its last runner are gone).
-class EngineGroup {
- public:
-  explicit EngineGroup(EngineOptions options);
-  ~EngineGroup();
-  EngineGroup(const EngineGroup&) = delete;
-  EngineGroup& operator=(const EngineGroup&) = delete;
-
+  using EngineGroupOf::EngineGroupOf;
   std::unique_ptr<EngineRunner> create(const SimQueueDesc& desc, QueueHost& host);
-  const EngineOptions& options() const;
-
-  struct Shared;
-
- private:
-  std::shared_ptr<Shared> shared_;
 };
 
 // The factory to hand to the KFD simulator: a group kept alive by the factory (and its runners).

@@ -38,6 +38,36 @@ uint32_t all_fields(const Register& r) {
   return m;
 }
 
+const Field& field_named(const Register& r, std::string_view name) {
+  for (const Field& f : r.fields)
+    if (f.name == name) return f;
+  throw std::logic_error(std::string("register ") + std::string(r.name) + " lacks field " + std::string(name));
+}
+
+// A kernel with COMPUTE_PGM_RSRC2.SCRATCH_EN takes its waves' private memory from COMPUTE_DISPATCH_SCRATCH_BASE
+// (architected flat scratch) cut into COMPUTE_TMPRING_SIZE slots: WAVES slots of WAVESIZE units. Hardware given a
+// bad setup corrupts memory or faults later; we fault at the dispatch. On GC 11/12 WAVES counts per shader engine,
+// so WAVES x WAVESIZE is what one engine's share must have mapped (the engine count is not ours to know). The PM4
+// CP never sees the kernel's private segment size, so whether a slot is large enough is not checked here (the AQL
+// path checks it against the packet). Empty when the setup is usable or scratch is off.
+std::string scratch_setup_error(const amd::Target& t, uint32_t rsrc2, uint32_t tmpring, uint32_t base_lo,
+                                uint32_t base_hi, QueueContext& ctx) {
+  const amd::RegisterTable& regs = *t.regs;
+  if (field_named(reg_named(regs, "COMPUTE_PGM_RSRC2"), "scratch_en").get(rsrc2) == 0) return {};
+  const Register& ring = reg_named(regs, "COMPUTE_TMPRING_SIZE");
+  const uint64_t waves = field_named(ring, "waves").get(tmpring), units = field_named(ring, "wavesize").get(tmpring);
+  const uint64_t hi = field_named(reg_named(regs, "COMPUTE_DISPATCH_SCRATCH_BASE_HI"), "data").get(base_hi);
+  const uint64_t base = ((hi << 32) | base_lo) << 8;
+  const uint64_t bytes = waves * (units << regs.scratch_wave_shift);
+  if (waves == 0 || units == 0)
+    return "dispatch with SCRATCH_EN but COMPUTE_TMPRING_SIZE " + hex(tmpring) + " (WAVES " + std::to_string(waves) +
+           ", WAVESIZE " + std::to_string(units) + "): no scratch slots";
+  if (base == 0 || !ctx.ptr(base, bytes))
+    return "dispatch with SCRATCH_EN: scratch base " + hex(base) + " (COMPUTE_DISPATCH_SCRATCH_BASE) does not map the " +
+           std::to_string(bytes) + " bytes COMPUTE_TMPRING_SIZE " + hex(tmpring) + " describes";
+  return {};
+}
+
 }  // namespace
 
 Pm4Executor::Pm4Executor(QueueContext& ctx, bool ring) : ctx_(ctx), t_(*ctx.desc().target), ring_(ring) {
@@ -405,8 +435,14 @@ Pm4Executor::Outcome Pm4Executor::dispatch_direct(const Where& at) {
                      "x" + std::to_string(d.local[2]) + " threads (COMPUTE_NUM_THREAD_*: 1.." +
                      std::to_string(kMaxWorkgroupThreads) + " in all)");
   if (groups == 0) return Outcome::done;  // an empty grid launches nothing
-  const std::string err = ctx_.run_dispatch(d);
-  if (!err.empty()) return fault(at, d.code_addr, false, "dispatch of code at " + hex(d.code_addr) + ": " + err);
+  if (const std::string why = scratch_setup_error(t_, d.rsrc2, sh(t_.cregs.tmpring_size),
+                                                  sh(t_.cregs.scratch_base_lo), sh(t_.cregs.scratch_base_lo + 1), ctx_);
+      !why.empty())
+    return fault(at, 0, false, why);
+  const QueueContext::DispatchError err = ctx_.run_dispatch(d);
+  if (err.failed())
+    return fault(at, err.memory ? err.address : d.code_addr, err.memory,
+                 "dispatch of code at " + hex(d.code_addr) + ": " + err.reason);
   return Outcome::done;
 }
 

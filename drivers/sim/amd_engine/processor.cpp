@@ -2,16 +2,9 @@
 #include "sim/amd_engine/processor.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <stdexcept>
 
 namespace hcq::sim::amd_engine {
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 const Field& field(const Layout& l, std::string_view name) {
   const Field* f = l.find(name);
@@ -38,37 +31,6 @@ std::string_view function_symbol(uint32_t function) {
   return function < 7 ? kSym[function] : "?";
 }
 
-bool QueueContext::copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t& bad) {
-  if (bytes == 0) return true;
-  std::byte* d = ptr(dst, bytes);
-  std::byte* s = ptr(src, bytes);
-  if (d && s) {
-    std::memmove(d, s, bytes);
-    std::atomic_thread_fence(std::memory_order_release);
-    return true;
-  }
-  // A range over several buffers (adjacent in VA): page by page, each piece within one mapping. memmove order
-  // matters only for overlapping ranges, which lie in one buffer and took the path above.
-  constexpr uint64_t kPage = 4096;
-  for (uint64_t done = 0; done < bytes;) {
-    const uint64_t n = std::min({bytes - done, kPage - (dst + done) % kPage, kPage - (src + done) % kPage});
-    std::byte* dp = ptr(dst + done, n);
-    std::byte* sp = ptr(src + done, n);
-    if (!sp) {
-      bad = src + done;
-      return false;
-    }
-    if (!dp) {
-      bad = dst + done;
-      return false;
-    }
-    std::memmove(dp, sp, n);
-    done += n;
-  }
-  std::atomic_thread_fence(std::memory_order_release);
-  return true;
-}
-
 Step QueueContext::fault(const Where& at, std::span<const uint32_t> packet, uint64_t address, bool memory,
                          std::string reason) {
   fault_.queue_id = desc_.queue_id;
@@ -85,12 +47,14 @@ Step QueueContext::fault(const Where& at, std::span<const uint32_t> packet, uint
   return Step::faulted;
 }
 
-std::string QueueContext::run_dispatch(const DispatchInfo& d) {
-  if (!options_.dispatch) return "no kernel runner attached";
+QueueContext::DispatchError QueueContext::run_dispatch(const DispatchInfo& d) {
+  if (!options_.dispatch) return {"no kernel runner attached"};
   try {
-    return options_.dispatch(d, host_);
+    return {options_.dispatch(d, host_)};
+  } catch (const MemoryFault& e) {
+    return {e.what(), e.address(), true};
   } catch (const std::exception& e) {
-    return e.what();
+    return {e.what()};
   }
 }
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "amd/fields.hpp"
+#include "hcq/error.hpp"
+#include "sim/common/guest_memory.hpp"
 #include "sim/amd_engine/engine.hpp"
 
 namespace hcq::sim::amd_engine {
@@ -18,13 +20,8 @@ namespace hcq::sim::amd_engine {
 using amd::Field;
 using amd::Layout;
 
-// What one call to Processor::run() ended with.
-enum class Step : uint8_t {
-  progress,  // ran its budget of packets; more may be ready
-  idle,      // nothing (more) to execute
-  waiting,   // blocked on a condition; run() again later re-checks it
-  faulted,   // stopped; the fault was reported
-};
+// What one call to Processor::run() ended with (waiting: on WAIT_REG_MEM, POLL_REGMEM, a barrier, an AQL slot).
+using sim::Step;
 
 // Where a packet sits, for fault records.
 struct Where {
@@ -33,44 +30,26 @@ struct Where {
   uint64_t ib_va = 0, ib_dword = 0;
 };
 
-// Memory and host services for one queue. Every access is bounds-checked by the host's translate(); a failed one
-// records the address so the caller can fault with it.
-class QueueContext {
+// Memory and host services for one queue. Every access is bounds-checked by the host's translate() (GuestMemory:
+// ptr, load, store, read_words, copy); a failed one records the address so the caller can fault with it.
+class QueueContext : public GuestMemory<QueueHost> {
  public:
   QueueContext(const SimQueueDesc& desc, QueueHost& host, const EngineOptions& options)
-      : desc_(desc), host_(host), options_(options) {}
+      : GuestMemory(host), desc_(desc), options_(options) {}
 
   const SimQueueDesc& desc() const { return desc_; }
-  QueueHost& host() { return host_; }
   const EngineOptions& options() const { return options_; }
   // Runs a dispatch through the attached kernel runner. Returns "" when the kernel ran, else why it did not (no
   // runner attached, or the runner's error): the caller faults its queue with that reason.
-  std::string run_dispatch(const DispatchInfo& d);
+  // Why a dispatch did not run (empty: it ran); `address`/`memory` set when it was a page fault (MemoryFault).
+  struct DispatchError {
+    std::string reason;
+    uint64_t address = 0;
+    bool memory = false;
+    bool failed() const { return !reason.empty(); }
+  };
+  DispatchError run_dispatch(const DispatchInfo& d);
 
-  std::byte* ptr(uint64_t va, uint64_t size) { return size == 0 ? nullptr : host_.translate(va, size); }
-
-  // Atomic loads and stores of naturally aligned words (host threads read and write signals concurrently).
-  template <class T>
-  bool load(uint64_t va, T& out) {
-    std::byte* p = ptr(va, sizeof(T));
-    if (!p) return false;
-    out = std::atomic_ref<T>(*reinterpret_cast<T*>(p)).load(std::memory_order_acquire);
-    return true;
-  }
-  template <class T>
-  bool store(uint64_t va, T value) {
-    std::byte* p = ptr(va, sizeof(T));
-    if (!p) return false;
-    std::atomic_ref<T>(*reinterpret_cast<T*>(p)).store(value, std::memory_order_release);
-    return true;
-  }
-  // Plain copies of dwords out of GPU memory (ring and IB contents).
-  bool read_words(uint64_t va, uint32_t* out, size_t n) {
-    std::byte* p = ptr(va, n * 4);
-    if (!p) return false;
-    std::memcpy(out, p, n * 4);
-    return true;
-  }
   // Data the GPU writes (fences, WRITE_DATA): the host or another queue may be polling these very words, as it
   // polls a signal, so each aligned dword is stored atomically (release), never torn or racing a reader.
   bool write_words(uint64_t va, const uint32_t* in, size_t n) {
@@ -85,10 +64,6 @@ class QueueContext {
     }
     return true;
   }
-  // A linear copy (overlap allowed). Ranges spanning several mappings are copied page by page. On failure `bad` is
-  // the first address that is not mapped.
-  bool copy(uint64_t dst, uint64_t src, uint64_t bytes, uint64_t& bad);
-
   // The read pointer the runner publishes (queue units).
   void publish_rptr(uint64_t r) { store<uint64_t>(desc_.rptr_va, r); }
   std::optional<uint64_t> read_wptr() {
@@ -103,7 +78,6 @@ class QueueContext {
 
  private:
   const SimQueueDesc& desc_;
-  QueueHost& host_;
   const EngineOptions& options_;
   FaultRecord fault_;
 };
@@ -120,7 +94,7 @@ const Field& field(const Layout& l, std::string_view name);
 std::optional<bool> compare(uint32_t function, uint32_t value, uint32_t mask, uint32_t reference);
 std::string_view function_symbol(uint32_t function);
 
-std::string hex(uint64_t v);
+using hcq::hex;
 
 // One queue's packet engine. run() is called by one thread at a time (the runner's).
 class Processor {

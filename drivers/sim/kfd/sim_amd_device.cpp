@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "amd/codeobj/code_object.hpp"
 #include "amd/kfd/amd_device.hpp"
@@ -63,9 +64,16 @@ struct ShaderArray {
     }
     t.groups = d.groups;
     t.local = d.local;
+    // The first address the kernel could not translate: a dispatch that fails there took a GPU page fault.
+    std::optional<uint64_t> unmapped;
     try {
-      twins.run(t, [&host](uint64_t va, uint64_t size) { return host.translate(va, size); });
+      twins.run(t, [&host, &unmapped](uint64_t va, uint64_t size) {
+        std::byte* p = host.translate(va, size);
+        if (p == nullptr && !unmapped) unmapped = va;
+        return p;
+      });
     } catch (const Error& e) {
+      if (unmapped) throw amd_engine::MemoryFault(*unmapped, e.what());
       return e.what();
     }
     return {};
@@ -75,25 +83,36 @@ struct ShaderArray {
 }  // namespace
 
 std::unique_ptr<Device> open_sim_amd_device(const std::string& name, const std::string& target,
-                                            QueueRunnerFactory runner_factory) {
-  auto kfd = std::make_shared<SimKfd>(std::vector<std::string>{target}, std::move(runner_factory));
+                                            QueueRunnerFactory runner_factory, unsigned gpus) {
+  if (gpus == 0) throw InvalidArgument(cat(name, ": a simulated machine needs at least one GPU"));
+  auto kfd = std::make_shared<SimKfd>(std::vector<std::string>(gpus, target), std::move(runner_factory));
   auto os = std::make_shared<SimOs>(std::vector<std::shared_ptr<SimDriver>>{kfd});
   return amd::open_kfd_device_on(name, std::move(os), 0, "sim-kfd");
 }
 
 std::unique_ptr<Device> open_sim_amd_gpu(const std::string& name, const std::string& target,
-                                         amd_engine::Scheduling scheduling) {
+                                         amd_engine::Scheduling scheduling, unsigned gpus) {
+  // One shader array for the machine: host twins are found by GPU VA, which is unique across its GPUs.
   auto shaders = std::make_shared<ShaderArray>();
   amd_engine::EngineOptions o;
   o.scheduling = scheduling;
   o.dispatch = [shaders](const amd_engine::DispatchInfo& d, QueueHost& host) { return shaders->dispatch(d, host); };
-  std::unique_ptr<Device> dev = open_sim_amd_device(name, target, amd_engine::make_queue_runner_factory(o));
+  std::unique_ptr<Device> dev = open_sim_amd_device(name, target, amd_engine::make_queue_runner_factory(o), gpus);
   auto* amd = dynamic_cast<amd::AmdDevice*>(dev.get());
   if (!amd) throw UnsupportedDriver(cat(name, ": the simulated KFD did not open an AMD device"));
   amd::ProgramHooks hooks;
   hooks.loaded = [shaders](uint64_t base, const amd::CodeObject& co) { shaders->loaded(base, co); };
   hooks.unloaded = [shaders](uint64_t base) { shaders->unloaded(base); };
   amd->set_program_hooks(std::move(hooks));
+  return dev;
+}
+
+std::unique_ptr<Device> open_sim_amd_peer(const std::string& name, Device& first, unsigned index) {
+  auto* amd = dynamic_cast<amd::AmdDevice*>(&first);
+  if (!amd || amd->info().interface != "sim-kfd")
+    throw InvalidArgument(cat(name, ": ", first.name(), " is not a simulated AMD GPU"));
+  std::unique_ptr<Device> dev = amd::open_kfd_device_on(name, amd->shared_os(), index, "sim-kfd");
+  static_cast<amd::AmdDevice&>(*dev).set_program_hooks(amd->program_hooks());
   return dev;
 }
 

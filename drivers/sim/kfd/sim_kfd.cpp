@@ -16,8 +16,10 @@
 #include <set>
 #include <thread>
 
+#include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "amd/target.hpp"
 #include "hcq/error.hpp"
+#include "sim/common/memfd_backing.hpp"
 
 namespace hcq::sim {
 
@@ -41,6 +43,7 @@ constexpr int kENOTSUPP = 524;         // the kernel's internal ENOTSUPP, which 
 constexpr uint64_t kMmapTypeShift = 62, kMmapTypeDoorbell = 3, kMmapTypeEvents = 2, kMmapTypeMmio = 0;
 constexpr uint64_t kMmapGpuIdShift = 46;
 constexpr uint32_t kEventTimeoutInfinite = 0xffffffffu;
+constexpr unsigned kCommandEnd = 0x27;  // KFD 1.13: ... RUNTIME_ENABLE 0x25, DBG_TRAP 0x26
 
 constexpr uint32_t kAllocTypeFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |
                                      KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
@@ -52,28 +55,6 @@ constexpr uint32_t kAllocKnownFlags =
 
 bool access_ok(uint64_t addr, uint64_t size) { return addr <= kUserVaTop && size <= kUserVaTop - addr; }
 uint64_t page_align(uint64_t v) { return (v + SimKfd::kPage - 1) & ~(SimKfd::kPage - 1); }
-
-// A memfd of `size` bytes and the simulator's own mapping of it: the simulated GPU's "physical" memory.
-struct Backing {
-  int fd = -1;
-  std::byte* host = nullptr;
-};
-std::optional<Backing> make_backing(const char* name, uint64_t size) {
-  Backing b;
-  b.fd = ::memfd_create(name, MFD_CLOEXEC);
-  if (b.fd < 0) return std::nullopt;
-  if (::ftruncate(b.fd, static_cast<off_t>(size)) != 0) {
-    ::close(b.fd);
-    return std::nullopt;
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, b.fd, 0);
-  if (p == MAP_FAILED) {
-    ::close(b.fd);
-    return std::nullopt;
-  }
-  b.host = static_cast<std::byte*>(p);
-  return b;
-}
 
 }  // namespace
 
@@ -104,8 +85,8 @@ struct SimKfd::Gpu {
   const amd::Target* target = nullptr;
   size_t index = 0;
   uint32_t gpu_id = 0, node = 0, render_minor = 0;
-  Backing doorbells;  // the process's doorbell slice on this GPU
-  Backing mmio;       // the MMIO remap page (HDP flush registers)
+  MemfdBacking doorbells;  // the process's doorbell slice on this GPU
+  MemfdBacking mmio;       // the MMIO remap page (HDP flush registers)
   uint64_t vram_used = 0;
   bool acquired = false;
   int drm_file = -1;
@@ -164,8 +145,8 @@ SimKfd::SimKfd(const std::vector<std::string>& targets, QueueRunnerFactory runne
     g->render_minor = static_cast<uint32_t>(128 + i);
     // Real gpu_ids are a hash of the PCI location and properties; any stable non-zero 16-bit value will do.
     g->gpu_id = 0x4a2c + 0x1111 * static_cast<uint32_t>(i);
-    auto db = make_backing("hcq-sim-doorbells", kDoorbellSliceBytes);
-    auto mmio = make_backing("hcq-sim-mmio", kPage);
+    auto db = MemfdBacking::make("hcq-sim-doorbells", kDoorbellSliceBytes);
+    auto mmio = MemfdBacking::make("hcq-sim-mmio", kPage);
     if (!db || !mmio) throw OutOfMemory(cat("simulated KFD: no memory for ", targets[i], "'s doorbells"));
     g->doorbells = *db;
     g->mmio = *mmio;
@@ -181,10 +162,8 @@ SimKfd::~SimKfd() {
   }
   dying.clear();  // runners stop here, outside the lock (they may be calling back into us)
   for (auto& g : gpus_) {
-    ::munmap(g->doorbells.host, kDoorbellSliceBytes);
-    ::close(g->doorbells.fd);
-    ::munmap(g->mmio.host, kPage);
-    ::close(g->mmio.fd);
+    g->doorbells.release();
+    g->mmio.release();
   }
 }
 
@@ -192,6 +171,7 @@ void SimKfd::teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying)
   for (auto& [id, q] : queues_) dying.push_back(std::move(q));
   queues_.clear();
   events_.clear();
+  runtime_enabled_ = false;
   event_page_ = nullptr;
   event_page_bo_.reset();
   {
@@ -401,7 +381,7 @@ int SimKfd::ioctl(int file, unsigned long request, void* arg) {
     int (SimKfd::*fn)(void*);
   };
   const unsigned nr = _IOC_NR(request);
-  if (nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END) return -ENOTTY;
+  if (nr < AMDKFD_COMMAND_START || nr >= kCommandEnd) return -ENOTTY;
   Def def{0, nullptr};
   switch (nr) {
     case _IOC_NR(AMDKFD_IOC_GET_VERSION): def = {AMDKFD_IOC_GET_VERSION, &SimKfd::get_version}; break;
@@ -431,6 +411,9 @@ int SimKfd::ioctl(int file, unsigned long request, void* arg) {
       break;
     case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU): def = {AMDKFD_IOC_MAP_MEMORY_TO_GPU, nullptr}; break;
     case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU): def = {AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, nullptr}; break;
+    case _IOC_NR(amd::kfd_compat::kIocRuntimeEnable):
+      def = {amd::kfd_compat::kIocRuntimeEnable, &SimKfd::runtime_enable};
+      break;
     default:
       // A command the kernel has but this simulator does not: refused loudly rather than faked.
       return -EINVAL;
@@ -469,6 +452,20 @@ int SimKfd::get_clock_counters(void* a) {
   args->cpu_clock_counter = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
   args->system_clock_counter = args->cpu_clock_counter;
   args->system_clock_freq = 1000000000;
+  return 0;
+}
+
+int SimKfd::runtime_enable(void* a) {
+  auto* args = static_cast<amd::kfd_compat::RuntimeEnableArgs*>(a);
+  std::lock_guard lock(mu_);
+  if (!(args->mode_mask & amd::kfd_compat::kRuntimeEnable)) {  // disable: always fine
+    runtime_enabled_ = false;
+    return 0;
+  }
+  if (runtime_enabled_) return -EBUSY;    // "runtime enable call already pending"
+  if (!queues_.empty()) return -EEXIST;   // user queues made before the runtime said it is up
+  runtime_enabled_ = true;
+  args->capabilities_mask = 0;
   return 0;
 }
 
@@ -567,7 +564,7 @@ int SimKfd::alloc_memory(void* a) {
     return -EINVAL;  // no memory type
   }
   if (bo->kind == Bo::Kind::vram || bo->kind == Bo::Kind::gtt) {
-    std::optional<Backing> b = make_backing(bo->kind == Bo::Kind::vram ? "hcq-sim-vram" : "hcq-sim-gtt", size);
+    auto b = MemfdBacking::make(bo->kind == Bo::Kind::vram ? "hcq-sim-vram" : "hcq-sim-gtt", size);
     if (!b) return -ENOMEM;
     bo->fd = b->fd;
     bo->host = b->host;
@@ -905,7 +902,7 @@ int SimKfd::create_event(void* a) {
     if (!event_page_bo_) {
       // No page given: the kernel allocates one, which the process maps through /dev/kfd.
       auto bo = std::make_shared<Bo>();
-      std::optional<Backing> b = make_backing("hcq-sim-events", kEventPageBytes);
+      auto b = MemfdBacking::make("hcq-sim-events", kEventPageBytes);
       if (!b) return -ENOMEM;
       bo->fd = b->fd;
       bo->host = b->host;

@@ -46,7 +46,9 @@ class SimKfd final : public SimDriver {
   static constexpr uint64_t kDoorbellSliceBytes = 8192;  // 1024 queues x 8 bytes, per process and GPU
   static constexpr uint64_t kEventPageBytes = 4096 * 8;  // KFD_SIGNAL_EVENT_LIMIT slots of 8 bytes
   static constexpr uint64_t kUnsignaledSlot = ~uint64_t{0};
-  static constexpr uint32_t kKfdMajor = 1, kKfdMinor = 11;  // the uAPI this build's <linux/kfd_ioctl.h> describes
+  // The uAPI simulated: 1.13 (the debugger API, whose RUNTIME_ENABLE the runtime calls at start). Commands past
+  // this build's <linux/kfd_ioctl.h> (1.11 on Debian) come from drivers/amd/kfd/compat.
+  static constexpr uint32_t kKfdMajor = 1, kKfdMinor = 13;
 
   // `targets`: one GPU per entry, topology nodes 1.. (node 0 is the CPU), render minors 128... `runner_factory`
   // makes the engine for each created queue; without one, queues only record their doorbells.
@@ -108,6 +110,7 @@ class SimKfd final : public SimDriver {
   int set_event(void* a, bool set);
   int wait_events(void* a);
   int get_clock_counters(void* a);
+  int runtime_enable(void* a);
 
   Gpu* gpu_by_id(uint32_t gpu_id);
   Gpu* gpu_by_minor(uint32_t minor);
@@ -130,6 +133,7 @@ class SimKfd final : public SimDriver {
   std::map<uint32_t, std::shared_ptr<Queue>> queues_;
   uint32_t next_queue_id_ = 0;
   std::map<uint32_t, Event> events_;
+  bool runtime_enabled_ = false;  // RUNTIME_ENABLE, per process
   uint32_t next_nonsignal_event_ = 4096;
   uint64_t* event_page_ = nullptr;  // kEventPageBytes, host pointer of the event page buffer
   std::shared_ptr<Bo> event_page_bo_;  // the buffer given by the process, or one the driver made (kept while used)
