@@ -39,26 +39,37 @@ std::optional<Twin> TwinRegistry::find(const std::string& code_object_id, const 
 
 size_t TwinRegistry::add_from_source(const amd::CodeObject& co, Compiler& cpu_compiler) {
   const std::span<const uint8_t> src = co.section(kSourceSection);
-  if (src.empty()) return 0;
-  const std::string source(src.begin(), src.end());
+  std::vector<SourceKernel> kernels;
+  for (const amd::CodeObjectKernel& k : co.kernels()) kernels.push_back({k.name, k.num_buffers, k.num_values, 0});
+  return add_from_source(co.identity(), cat(co.gfx(), " code object"),
+                         std::string_view(reinterpret_cast<const char*>(src.data()), src.size()), kernels,
+                         cpu_compiler);
+}
+
+size_t TwinRegistry::add_from_source(const std::string& image_id, std::string_view what, std::string_view source,
+                                     const std::vector<SourceKernel>& kernels, Compiler& cpu_compiler) {
+  if (source.empty()) return 0;
   const std::vector<uint8_t> object = cpu_compiler.compile_cached(source);
   auto image = std::make_shared<const cpu::ElfImage>(cpu::ElfImage::load(object));
   size_t added = 0;
-  for (const amd::CodeObjectKernel& k : co.kernels()) {
+  for (const SourceKernel& k : kernels) {
     const std::optional<cpu::ElfSymbol> fn = image->find(k.name);
     const std::optional<cpu::ElfSymbol> desc_sym = image->find(k.name + "_hcq_desc");
     if (!fn || fn->type != STT_FUNC || !desc_sym || desc_sym->size < sizeof(hcq_kernel_desc))
-      throw CompileError(cat("host twin of code object ", co.identity(), ": the CPU build has no kernel '", k.name,
+      throw CompileError(cat("host twin of ", what, " ", image_id, ": the CPU build has no kernel '", k.name,
                              "' declared with HCQ_KERNEL"));
     hcq_kernel_desc desc;
     std::memcpy(&desc, reinterpret_cast<const void*>(desc_sym->addr), sizeof desc);
     if (desc.magic != HCQ_KERNEL_MAGIC || desc.nbufs > kMaxArgs || desc.nvals > kMaxArgs)
       throw CompileError(cat("host twin of kernel '", k.name, "': bad descriptor (magic ", hex(desc.magic), ")"));
-    if (desc.nbufs != k.num_buffers || desc.nvals != k.num_values)
+    if ((k.nbufs && desc.nbufs != *k.nbufs) || (k.nvals && desc.nvals != *k.nvals))
       throw CompileError(cat("host twin of kernel '", k.name, "' takes ", desc.nbufs, " buffers and ", desc.nvals,
-                             " values; the ", co.gfx(), " code object's metadata says ", k.num_buffers, " and ",
-                             k.num_values));
-    add(co.identity(), k.name,
+                             " values; the ", what, " says ", k.nbufs.value_or(desc.nbufs), " and ",
+                             k.nvals.value_or(desc.nvals)));
+    if (k.kernarg_size && uint64_t{desc.nbufs} * 8 + uint64_t{desc.nvals} * 4 > k.kernarg_size)
+      throw CompileError(cat("host twin of kernel '", k.name, "' reads ", desc.nbufs, " buffers and ", desc.nvals,
+                             " values; the ", what, " has only ", k.kernarg_size, " argument bytes"));
+    add(image_id, k.name,
         Twin{cpu::KernelEntry{reinterpret_cast<cpu::KernelFn>(fn->addr), desc.nbufs, desc.nvals}, image});
     ++added;
   }
@@ -66,20 +77,24 @@ size_t TwinRegistry::add_from_source(const amd::CodeObject& co, Compiler& cpu_co
 }
 
 void TwinRegistry::map_image(uint64_t base, const amd::CodeObject& co) {
-  const uint64_t size = co.image().size();
-  if (size == 0 || base + size < base)
-    throw InvalidArgument(cat("code object image of ", size, " bytes at ", hex(base), " does not fit"));
-  Image img{size, co.identity(), {}};
+  ImageDesc img{co.identity(), co.image().size(), {}};
   for (const amd::CodeObjectKernel& k : co.kernels())
-    img.kernels.push_back({k.name, k.descriptor_offset, k.code_offset, k.kernarg_segment_size});
+    img.kernels.push_back({k.name, k.code_offset, k.descriptor_offset, 0, k.kernarg_segment_size});
+  map_image(base, std::move(img));
+}
+
+void TwinRegistry::map_image(uint64_t base, ImageDesc img) {
+  const uint64_t size = img.size;
+  if (size == 0 || base + size < base)
+    throw InvalidArgument(cat("GPU image of ", size, " bytes at ", hex(base), " does not fit"));
   std::unique_lock lock(mu_);
   auto next = images_.lower_bound(base);
   if (next != images_.end() && next->first < base + size)
-    throw InvalidArgument(cat("code object image at ", hex(base), " (+", size, ") overlaps the one at ", hex(next->first)));
+    throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ", hex(next->first)));
   if (next != images_.begin()) {
     const auto prev = std::prev(next);
     if (prev->first + prev->second.size > base)
-      throw InvalidArgument(cat("code object image at ", hex(base), " (+", size, ") overlaps the one at ",
+      throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ",
                                 hex(prev->first)));
   }
   images_.emplace(base, std::move(img));
@@ -96,11 +111,11 @@ TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) con
   if (it == images_.begin() || address - std::prev(it)->first >= std::prev(it)->second.size)
     throw DeviceFault(cat("dispatch of ", kernel_ref_text(by, address), ": no code object is loaded there"));
   --it;
-  const Image& img = it->second;
+  const ImageDesc& img = it->second;
   const uint64_t off = address - it->first;
-  const KernelAt* k = nullptr;
-  for (const KernelAt& c : img.kernels)
-    if ((by == KernelRef::code_address ? c.code_offset : c.descriptor_offset) == off) k = &c;
+  const ImageKernel* k = nullptr;
+  for (const ImageKernel& c : img.kernels)
+    if (by == KernelRef::code_address ? c.code_offset == off : c.descriptor_offset == off) k = &c;
   if (!k)
     throw DeviceFault(cat("dispatch of ", kernel_ref_text(by, address), ": offset ", hex(off), " of code object ",
                           img.id, " (at ", hex(it->first), ") is not a kernel ",
@@ -109,8 +124,8 @@ TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) con
   if (twin == twins_.end())
     throw DeviceFault(cat("dispatch of kernel '", k->name, "' (", kernel_ref_text(by, address), ", code object ",
                           img.id, "): no host twin is registered for it, so the simulator cannot run it; build the "
-                          "kernel with the AMD compiler from C source, or register a twin"));
-  return Resolved{img.id, k->name, it->first, k->kernarg_segment_size, twin->second};
+                          "kernel from C source with the GPU's compiler (AMD or NV), or register a twin"));
+  return Resolved{img.id, k->name, it->first, k->kernarg_size, k->kernarg_offset, twin->second};
 }
 
 void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::CpuThreadPool* pool) const {
@@ -132,10 +147,11 @@ void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::C
   // (the same value where the simulator maps GPU memory at its own VA).
   std::vector<uint64_t> args((kernarg_bytes + 7) / 8 + 1, 0);
   if (kernarg_bytes) {
-    if (d.kernarg_va % 8) throw DeviceFault(cat(what, ": kernarg address ", hex(d.kernarg_va), " is not 8-byte aligned"));
-    const std::byte* ka = translate(d.kernarg_va, kernarg_bytes);
+    const uint64_t va = d.kernarg_va + r.kernarg_offset;
+    if (va % 8 || va < d.kernarg_va) throw DeviceFault(cat(what, ": kernarg address ", hex(va), " is not 8-byte aligned"));
+    const std::byte* ka = translate(va, kernarg_bytes);
     if (!ka)
-      throw DeviceFault(cat(what, ": kernarg segment ", hex(d.kernarg_va), " (+", kernarg_bytes,
+      throw DeviceFault(cat(what, ": kernarg segment ", hex(va), " (+", kernarg_bytes,
                             " bytes) is not mapped on the GPU"));
     std::memcpy(args.data(), ka, kernarg_bytes);
   }

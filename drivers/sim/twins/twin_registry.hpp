@@ -1,9 +1,13 @@
-// Host twins: how the simulated AMD GPU runs a kernel. A twin is a CPU build of the same kernel source (the CPU
-// device's kernel ABI, drivers/cpu/kernel_abi.h), registered under the identity of the AMD code object it stands
-// for (amd::CodeObject::identity()) and the kernel's name. A dispatch names the kernel by the address the GPU was
-// told (COMPUTE_PGM_LO/HI: its first instruction; AQL kernel_object: its descriptor); the registry knows which code
-// object image lives at which GPU VA, finds the twin and runs it over the grid, reading the arguments from the
-// kernarg segment exactly as the GPU ABI lays them out (8-byte buffer addresses, then 32-bit values).
+// Host twins: how the simulated GPUs run a kernel. A twin is a CPU build of the same kernel source (the CPU
+// device's kernel ABI, drivers/cpu/kernel_abi.h), registered under the identity of the GPU binary it stands for
+// (amd::CodeObject::identity(), nv::Cubin::identity()) and the kernel's name. A dispatch names the kernel by the
+// address the GPU was told (COMPUTE_PGM_LO/HI or the QMD's program address: its first instruction; AQL
+// kernel_object: its descriptor); the registry knows which image lives at which GPU VA, finds the twin and runs it
+// over the grid, reading the arguments exactly as the GPU ABI lays them out (8-byte buffer addresses, then 32-bit
+// values): from the kernarg segment on AMD, from the parameter space of constant bank 0 on NV.
+//
+// The registry itself is vendor-neutral (ImageDesc, SourceKernel); the AMD overloads below and nv_twins.hpp turn a
+// code object or a cubin into those.
 //
 // One registry per simulated GPU, owned by it. Thread-safe: queues dispatch concurrently while programs load and
 // unload; a running twin keeps its code alive (shared ownership) even if it is unregistered meanwhile.
@@ -18,6 +22,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cpu_mappings.hpp"  // cpu::KernelFn, cpu::KernelEntry (the CPU kernel ABI)
@@ -48,6 +53,7 @@ enum class KernelRef {
 struct TwinDispatch {
   KernelRef by = KernelRef::code_address;
   uint64_t address = 0;
+  // AMD: the kernarg segment. NV: constant bank 0 (the arguments start at the kernel's ImageKernel::kernarg_offset).
   uint64_t kernarg_va = 0;
   std::array<uint32_t, 3> groups{1, 1, 1};  // workgroup counts
   std::array<uint32_t, 3> local{1, 1, 1};   // work-items per workgroup
@@ -55,6 +61,27 @@ struct TwinDispatch {
 
 // GPU VA -> host pointer for [va, va + size), or nullptr when any of it is unmapped (the KFD simulator's translate).
 using Translate = std::function<std::byte*(uint64_t va, uint64_t size)>;
+
+// A kernel of a GPU image, as the registry needs it whatever the vendor.
+struct ImageKernel {
+  std::string name;
+  uint64_t code_offset = 0;                   // first instruction, from the image base
+  std::optional<uint64_t> descriptor_offset;  // AMD: the kernel descriptor (AQL kernel_object); NV: none
+  uint32_t kernarg_offset = 0;  // where the arguments start in the memory TwinDispatch::kernarg_va names
+  uint32_t kernarg_size = 0;    // bytes the binary reserves for them there
+};
+// A GPU image: its identity (the key of its twins), its size in bytes and its kernels.
+struct ImageDesc {
+  std::string id;
+  uint64_t size = 0;
+  std::vector<ImageKernel> kernels;
+};
+// A kernel to build a twin for, with the argument counts the GPU binary declares (nullopt: it does not say).
+struct SourceKernel {
+  std::string name;
+  std::optional<uint32_t> nbufs, nvals;
+  uint32_t kernarg_size = 0;  // the twin may read at most this many argument bytes (0: unchecked)
+};
 
 class TwinRegistry {
  public:
@@ -68,17 +95,25 @@ class TwinRegistry {
   // twin). Throws CompileError when the CPU build fails or disagrees with the code object (a kernel missing, other
   // buffer/value counts).
   size_t add_from_source(const amd::CodeObject& co, Compiler& cpu_compiler);
+  // The same for any vendor: builds `source` with `cpu_compiler` and registers a twin for each of `kernels` under
+  // `image_id`; `what` names the binary in errors ("sm_90 cubin"). Returns kernels.size(); 0 when source is empty.
+  // Throws CompileError when the CPU build lacks a kernel or its HCQ_KERNEL counts disagree with the binary's.
+  size_t add_from_source(const std::string& image_id, std::string_view what, std::string_view source,
+                         const std::vector<SourceKernel>& kernels, Compiler& cpu_compiler);
 
   // ---- where code objects live ----
   // The image of `co` was uploaded at GPU VA `base`. Throws InvalidArgument if it overlaps an image already mapped.
   void map_image(uint64_t base, const amd::CodeObject& co);
+  // The same for any vendor's image.
+  void map_image(uint64_t base, ImageDesc image);
   // Forgets the image mapped at `base` (no-op when none is).
   void unmap_image(uint64_t base);
 
   struct Resolved {
     std::string code_object_id, kernel;
     uint64_t image_base = 0;
-    uint32_t kernarg_segment_size = 0;
+    uint32_t kernarg_segment_size = 0;  // ImageKernel::kernarg_size
+    uint32_t kernarg_offset = 0;        // ImageKernel::kernarg_offset
     Twin twin;
   };
   // The kernel at `address`. Throws DeviceFault naming the address and what is there instead (no image, an image
@@ -90,19 +125,9 @@ class TwinRegistry {
   void run(const TwinDispatch& d, const Translate& translate, cpu::CpuThreadPool* pool = nullptr) const;
 
  private:
-  struct KernelAt {
-    std::string name;
-    uint64_t descriptor_offset, code_offset;
-    uint32_t kernarg_segment_size;
-  };
-  struct Image {
-    uint64_t size;
-    std::string id;
-    std::vector<KernelAt> kernels;
-  };
   mutable std::shared_mutex mu_;
-  std::map<std::pair<std::string, std::string>, Twin> twins_;  // (code object id, kernel) -> twin
-  std::map<uint64_t, Image> images_;                           // base VA -> image
+  std::map<std::pair<std::string, std::string>, Twin> twins_;  // (image id, kernel) -> twin
+  std::map<uint64_t, ImageDesc> images_;                       // base VA -> image
 };
 
 }  // namespace hcq::sim
