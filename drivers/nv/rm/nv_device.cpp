@@ -1,0 +1,388 @@
+#include "nv/rm/nv_device.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "hcq/allocator.hpp"
+#include "hcq/error.hpp"
+#include "hcq/memory.hpp"
+#include "hcq/process.hpp"
+#include "nv/compiler/nv_compiler.hpp"
+#include "nv/cubin/cubin.hpp"
+#include "nv/rm/abi/classes.hpp"
+#include "nv/rm/abi/notifier.hpp"
+#include "nv/rm/nv_program.hpp"
+#include "nv/rm/nv_queue.hpp"
+
+namespace hcq::nv {
+
+NvDevice::NvDevice(std::string name, std::shared_ptr<Os> os, const abi::CardInfo& card, std::string interface)
+    : Device(std::move(name)), os_(std::move(os)), interface_(std::move(interface)) {
+  gpu_ = std::make_unique<NvGpu>(NvDriver::get(os_), card);
+  try {
+    process().signals.add_mapper(this);
+    mapper_registered_ = true;
+    init_runtime(std::make_unique<HCQAllocator>(*this));
+  } catch (...) {
+    shutdown_runtime();
+    if (mapper_registered_) process().signals.remove_mapper(this);
+    throw;
+  }
+}
+
+NvDevice::~NvDevice() {
+  shutdown_runtime();
+  if (mapper_registered_) process().signals.remove_mapper(this);
+  {
+    std::lock_guard lock(rings_mu_);
+    compute_ring_.reset();
+    copy_ring_.reset();
+    channels_.reset();
+  }
+  slm_.clear();
+  std::lock_guard lock(mu_);
+  foreign_.clear();
+  buffers_.clear();
+  signal_pages_.clear();
+}
+
+DeviceInfo NvDevice::info() const {
+  const NvGpuFacts& f = gpu_->facts();
+  DeviceInfo i;
+  i.name = name();
+  i.interface = interface_;
+  i.arch = f.arch_name();
+  i.memory_bytes = f.vram_bytes;
+  // One compute and one copy channel, shared by every queue of its kind.
+  i.compute_queues = 1;
+  i.copy_queues = 1;
+  // DeviceInfo has no fields for the product and its SM count, so they ride along after the version:
+  // "580.126.20 (open module); NVIDIA H200, 132 SMs".
+  i.driver_version = cat(gpu_->rm().version().text, gpu_->rm().version().open_module ? " (open module)" : "", "; ",
+                         f.name, ", ", f.sm_count, " SMs");
+  return i;
+}
+
+void NvDevice::ensure_rings() {
+  // Caller holds rings_mu_.
+  if (channels_) return;
+  auto group = std::make_unique<NvChannelGroup>(*gpu_, std::vector<NvEngine>{NvEngine::compute, NvEngine::copy},
+                                                kRingEntries);
+  auto compute = std::make_unique<NvRing>(*gpu_, group->channel(0).view(), kPushbufferBytes, name());
+  auto copy = std::make_unique<NvRing>(*gpu_, group->channel(1).view(), kPushbufferBytes, name());
+  // A submitter waiting for room on a faulted channel ends with the device's sticky fault.
+  for (NvRing* r : {compute.get(), copy.get()})
+    r->set_fault_check([this, r] {
+      if (std::exception_ptr f = fault_of(*r)) {
+        record_error(f);
+        std::rethrow_exception(f);
+      }
+    });
+  compute->submit(channel_init_words(compute->arch(), NvEngine::compute), {});
+  copy->submit(channel_init_words(copy->arch(), NvEngine::copy), {});
+  channels_ = std::move(group);
+  compute_ring_ = std::move(compute);
+  copy_ring_ = std::move(copy);
+}
+
+std::unique_ptr<HWQueue> NvDevice::new_queue(QueueKind kind) {
+  std::lock_guard lock(rings_mu_);
+  ensure_rings();
+  if (kind == QueueKind::compute) return std::make_unique<NvComputeQueue>(*this, *compute_ring_);
+  return std::make_unique<NvCopyQueue>(*this, *copy_ring_);
+}
+
+void NvDevice::submit_raw(NvEngine engine, std::span<const uint32_t> words) {
+  NvRing* ring = nullptr;
+  {
+    std::lock_guard lock(rings_mu_);
+    ensure_rings();
+    ring = engine == NvEngine::compute ? compute_ring_.get() : copy_ring_.get();  // lives as long as the device
+  }
+  ring->submit(words, {});
+}
+
+std::string NvDevice::describe_state() const {
+  // Only the signal: timeline_value() belongs to the submitting thread, and this runs on waiters.
+  const Signal& t = timeline_signal();
+  std::string s = cat(" [", gpu_->describe(), "; timeline signal ", hex(t.addr()), " = ", t.value());
+  std::lock_guard lock(rings_mu_);
+  for (const NvRing* r : {compute_ring_.get(), copy_ring_.get()})
+    if (r) s += cat("; ", r->describe(), channel_details(*r));
+  return s + "]";
+}
+
+std::vector<capture::RingDump> NvDevice::pending_rings() const {
+  std::vector<capture::RingDump> out;
+  std::lock_guard lock(rings_mu_);
+  for (const NvRing* r : {compute_ring_.get(), copy_ring_.get()})
+    if (r) r->pending(out);
+  return out;
+}
+
+std::string NvDevice::channel_details(const NvRing& ring) const {
+  if (!channel_details_) return {};
+  try {
+    const std::string d = channel_details_(ring.channel());
+    return d.empty() ? d : cat(" (", d, ")");
+  } catch (const std::exception& e) {
+    return cat(" (no channel details: ", e.what(), ")");
+  }
+}
+
+std::exception_ptr NvDevice::fault_of(const NvRing& ring) const {
+  if (!ring.faulted()) return nullptr;
+  std::lock_guard lock(fault_mu_);
+  if (fault_) return fault_;
+  const abi::ErrorNotification n = ring.error_notification();
+  const char* what = abi::rc::name(n.info32);
+  const std::string engine = n.info16 == abi::engine_type::graphics ? "GR0"
+                             : n.info16 >= abi::engine_type::copy0 ? cat("COPY", n.info16 - abi::engine_type::copy0)
+                                                                   : cat("engine type ", n.info16);
+  const Signal& t = timeline_signal();
+  const std::string details = channel_details(ring);
+  fault_ = std::make_exception_ptr(DeviceFault(
+      cat(name(), ": ", what ? what : "channel error", " (RM error ", n.info32, ", Xid ", n.info32, ", on ", engine,
+          " at GPU time ", n.timestamp, " ns): ", ring.describe(), "; timeline signal ", hex(t.addr()), " = ",
+          t.value(), details.empty() ? "; the faulting address is in the kernel log (Xid)" : details,
+          " [", gpu_->describe(), "]")));
+  return fault_;
+}
+
+std::exception_ptr NvDevice::poll_fault() const {
+  {
+    std::lock_guard lock(fault_mu_);
+    if (fault_) return fault_;
+  }
+  // try_lock: the rings are made under rings_mu_ (and submit their first words there); a poll that finds it busy
+  // looks again at the next one.
+  std::unique_lock lock(rings_mu_, std::try_to_lock);
+  if (!lock) return nullptr;
+  for (const NvRing* r : {compute_ring_.get(), copy_ring_.get()})
+    if (r)
+      if (std::exception_ptr f = fault_of(*r)) return f;
+  return nullptr;
+}
+
+void NvDevice::set_channel_details(ChannelDetails details) {
+  std::lock_guard lock(rings_mu_);
+  channel_details_ = std::move(details);
+}
+
+Compiler& NvDevice::compiler() {
+  std::call_once(compiler_once_, [&] { compiler_ = std::make_unique<NvCompiler>(gpu_->facts().arch_name()); });
+  return *compiler_;
+}
+
+void NvDevice::set_program_hooks(NvProgramHooks hooks) {
+  auto h = std::make_shared<const NvProgramHooks>(std::move(hooks));
+  std::lock_guard lock(mu_);
+  program_hooks_ = std::move(h);
+}
+
+void NvDevice::ensure_local_memory(uint32_t bytes_per_thread) {
+  std::lock_guard lock(slm_mu_);
+  if (bytes_per_thread <= slm_per_thread_) return;
+  const NvGpuFacts& f = gpu_->facts();
+  if (f.max_warps_per_sm == 0 || f.sm_count == 0)
+    throw UnsupportedDriver(cat(name(), ": the driver reported no SM or warp count; cannot size shader local memory"));
+  // As CUDA and tinygrad size it: per thread rounded to 32 bytes, a warp's share rounded to 512, every warp an SM
+  // can hold, two SMs per TPC; the per-TPC size rounded to 32 KiB, the whole to 128 KiB.
+  auto round_up = [](uint64_t v, uint64_t to) { return (v + to - 1) / to * to; };
+  const uint64_t per_thread = round_up(bytes_per_thread, 32);
+  const uint64_t per_tpc = round_up(round_up(per_thread * 32, 0x200) * f.max_warps_per_sm * 2, 0x8000);
+  const uint64_t tpcs = (f.sm_count + 1) / 2;
+  NvAllocOptions o;
+  auto mem = gpu_->alloc(round_up(per_tpc * tpcs, 0x20000), o);
+  std::vector<uint32_t> words;
+  PushbufferEncoder(*f.arch, words).set_local_memory(mem->va(), per_tpc, 0xff);
+  NvRing* ring = nullptr;
+  {
+    std::lock_guard rings(rings_mu_);
+    ensure_rings();
+    ring = compute_ring_.get();  // lives as long as the device
+  }
+  ring->submit(words, {});  // outside rings_mu_: a full ring must not block hang reports (describe_state)
+  slm_.push_back(std::move(mem));
+  slm_per_thread_ = static_cast<uint32_t>(per_thread);
+}
+
+std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::span<const uint8_t> binary) {
+  const Cubin cubin = Cubin::parse(binary);  // CompileError("bad cubin: ...")
+  const NvGpuFacts& f = gpu_->facts();
+  // SASS runs on the SM version it was built for and on later minor versions of the same major one.
+  if (cubin.sm() / 10 != f.sm / 10 || cubin.sm() > f.sm)
+    throw InvalidArgument(cat(name(), ": kernel '", prog, "': the cubin is for ", cubin.arch(), ", this GPU is ",
+                              f.arch_name()));
+  const CubinKernel* k = cubin.find(prog);
+  if (!k) {
+    std::string have;
+    for (const CubinKernel& x : cubin.kernels()) have += (have.empty() ? "" : ", ") + x.name;
+    throw InvalidArgument(cat(name(), ": kernel '", prog, "' is not in the cubin (it defines: ",
+                              have.empty() ? "no kernels" : have, ")"));
+  }
+  if (!k->num_buffers.has_value() || !k->num_values.has_value())
+    throw InvalidArgument(cat(name(), ": kernel '", prog, "' was not built with the hcq kernel ABI (no ", prog,
+                              "_hcq_desc): its buffer and value counts are unknown"));
+  if (cubin.image().empty()) throw CompileError(cat(name(), ": kernel '", prog, "': the cubin has an empty image"));
+
+  // VRAM the host writes once (page aligned: the 256-byte image alignment holds).
+  NvAllocOptions o;
+  o.cpu_access = true;
+  std::unique_ptr<NvMemory> image = gpu_->alloc(cubin.image().size(), o);
+  const uint64_t base = image->va();
+  const std::vector<uint8_t> bytes = cubin.relocations().empty() ? cubin.image() : cubin.image_at(base);
+  std::memcpy(image->host(), bytes.data(), bytes.size());
+
+  NvProgram::Facts pf;
+  pf.kernel = *k;
+  pf.image_va = base;
+  pf.code_va = base + k->code_offset;
+  pf.arch_limits = launch_limits(*f.arch);
+  pf.limits = nv_launch_limits(*f.arch, *k);
+  pf.num_bufs = *k->num_buffers;
+  pf.num_vals = *k->num_values;
+  pf.cubin_id = cubin.identity();
+  pf.cbank0 = cbank0_prefix(*k);
+  QmdProgram qp;
+  qp.code_address = pf.code_va;
+  qp.code_size = static_cast<uint32_t>(k->code_size);
+  qp.registers = k->registers;
+  qp.shared_bytes = k->shared_bytes;
+  qp.local_bytes_per_thread = k->stack_bytes;
+  for (const CubinConstantBank& b : cubin.constant_banks()) {
+    if (b.bank == 0 || b.bank >= qmd::kConstantBuffers)
+      throw CompileError(cat(name(), ": kernel '", prog, "': constant bank ", b.bank, " cannot be bound by a QMD"));
+    qp.banks[b.bank] = {base + b.offset, b.size};
+  }
+  QmdBuilder qb(*f.arch);
+  pf.qmd.assign(qb.layout().size_words, 0);
+  try {
+    qb.program(pf.qmd, qp);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(cat(name(), ": cannot load kernel '", prog, "': ", e.what()));
+  }
+  if (k->stack_bytes != 0) ensure_local_memory(k->stack_bytes);
+
+  std::shared_ptr<const NvProgramHooks> hooks;
+  {
+    std::lock_guard lock(mu_);
+    hooks = program_hooks_;
+  }
+  std::function<void()> on_unload;
+  if (hooks) {
+    if (hooks->loaded) hooks->loaded(base, cubin);  // throws: `image` frees on the way out
+    if (hooks->unloaded) on_unload = [hooks, base] { hooks->unloaded(base); };
+  }
+  return std::make_unique<NvProgram>(*this, prog, std::move(pf), std::move(image), std::move(on_unload));
+}
+
+Allocation NvDevice::alloc_memory(uint64_t size, const BufferSpec& spec) {
+  if (size == 0) throw InvalidArgument(cat(name(), ": allocation of 0 bytes"));
+  std::unique_ptr<NvMemory> m;
+  if (spec.external_ptr) {
+    m = gpu_->map_host(spec.external_ptr, size);
+  } else {
+    NvAllocOptions o;
+    // Signals and rings (uncached) and host buffers live in host memory: the CPU polls and writes them.
+    o.where = spec.host || spec.uncached ? NvAllocOptions::Where::host : NvAllocOptions::Where::vram;
+    o.cpu_access = spec.cpu_access || spec.zero;
+    m = gpu_->alloc(size, o);
+    if (spec.zero) std::memset(m->host(), 0, m->size());
+  }
+  // An external pointer's allocation starts where the caller's memory does, not at the page below it.
+  const uint64_t va = spec.external_ptr ? reinterpret_cast<uint64_t>(spec.external_ptr) : m->va();
+  Allocation a{va, size, spec, this, m->host_mapped(), m->handle()};
+  const uint64_t bytes = spec.external_ptr ? 0 : m->size();
+  std::lock_guard lock(mu_);
+  buffers_[a.va] = std::move(m);
+  note_alloc(static_cast<int64_t>(bytes));
+  return a;
+}
+
+void NvDevice::free_memory(const Allocation& a) {
+  if (a.device != this)
+    throw InvalidArgument(cat(name(), ": free of ", hex(a.va), " which belongs to ",
+                              a.device ? a.device->name() : std::string("no device")));
+  std::unique_ptr<NvMemory> m;
+  {
+    std::lock_guard lock(mu_);
+    auto it = buffers_.find(a.va);
+    if (it == buffers_.end() || it->second->handle() != a.handle)
+      throw InvalidArgument(cat(name(), ": free of ", hex(a.va), ": not a live allocation of this device"));
+    m = std::move(it->second);
+    buffers_.erase(it);
+    if (!a.spec.external_ptr) note_alloc(-static_cast<int64_t>(m->size()));
+  }
+  m.reset();
+}
+
+NvProgramHooks NvDevice::program_hooks() const {
+  std::lock_guard lock(mu_);
+  return program_hooks_ ? *program_hooks_ : NvProgramHooks{};
+}
+
+void NvDevice::map_memory(const Allocation& a) {
+  if (a.device == this || a.size == 0) return;
+  if (auto* peer = dynamic_cast<NvDevice*>(a.device); peer && &peer->gpu().driver() == &gpu_->driver()) {
+    // A GPU of the same driver context: its memory is mapped on ours at the same VA, and unmapped with it.
+    std::lock_guard lock(peer->mu_);
+    auto it = peer->buffers_.find(a.va);
+    if (it == peer->buffers_.end() || it->second->handle() != a.handle)
+      throw InvalidArgument(cat(name(), ": map of ", hex(a.va), " of ", peer->name(), ": not a live allocation"));
+    if (it->second->kind() != NvMemory::Kind::external_host) {
+      peer->gpu().map_on_peer(*it->second, *gpu_);
+      return;
+    }
+  }
+  if (!a.host_mapped)
+    throw InvalidArgument(cat(name(), ": cannot map ", hex(a.va), " of ", a.device ? a.device->name() : "?",
+                              ": it is neither host-visible memory nor memory of a GPU of the same NVIDIA driver"));
+  std::lock_guard lock(mu_);
+  if (foreign_.count(a.va)) return;
+  foreign_[a.va] = gpu_->map_host(reinterpret_cast<void*>(a.va), a.size);
+}
+
+void NvDevice::map_signal_page(void* addr, size_t size) {
+  std::lock_guard lock(mu_);
+  signal_pages_[reinterpret_cast<uint64_t>(addr)] = gpu_->map_host(addr, size);
+}
+
+void NvDevice::unmap_signal_page(void* addr, size_t) {
+  std::unique_ptr<NvMemory> m;
+  {
+    std::lock_guard lock(mu_);
+    auto it = signal_pages_.find(reinterpret_cast<uint64_t>(addr));
+    if (it == signal_pages_.end()) return;
+    m = std::move(it->second);
+    signal_pages_.erase(it);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+std::unique_ptr<Device> open_nv_device_on(const std::string& name, std::shared_ptr<Os> os, unsigned index,
+                                          const std::string& interface) {
+  std::shared_ptr<NvDriver> driver = NvDriver::get(os);
+  const std::vector<abi::CardInfo> cards = nv_cards(*driver);
+  if (index >= cards.size())
+    throw UnsupportedDriver(cat(name, ": the NVIDIA driver ", driver->rm().version().text, " reports ", cards.size(),
+                                " GPU(s)"));
+  return std::make_unique<NvDevice>(name, std::move(os), cards[index], interface);
+}
+
+std::unique_ptr<Device> open_nv_device(const std::string& name, unsigned index) {
+  std::shared_ptr<Os> os(std::shared_ptr<Os>(), &real_os());  // not owned: real_os() lives for the process
+  if (::access("/dev/nvidiactl", F_OK) != 0)
+    throw UnsupportedDriver(
+        cat(name, ": no /dev/nvidiactl (the nvidia kernel module is not loaded, or no NVIDIA GPU)"));
+  if (::access("/dev/nvidiactl", R_OK | W_OK) != 0)
+    throw UnsupportedDriver(cat(name, ": no permission on /dev/nvidiactl"));
+  try {
+    return open_nv_device_on(name, std::move(os), index, "rm");
+  } catch (const UnsupportedDriver& e) {
+    throw UnsupportedDriver(cat(name, ": ", e.what()));
+  }
+}
+
+}  // namespace hcq::nv

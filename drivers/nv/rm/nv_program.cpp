@@ -1,0 +1,76 @@
+#include "nv/rm/nv_program.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hcq/error.hpp"
+#include "nv/facts/arch.hpp"
+#include "nv/rm/nv_device.hpp"
+#include "nv/rm/nv_queue.hpp"
+
+namespace hcq::nv {
+
+hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k) {
+  // Registers are handed to warps in units of 256: a block of W warps needs W * roundup(regs * 32, 256) of the SM's
+  // register file.
+  const nv::LaunchLimits lim = launch_limits(arch);
+  const uint64_t regs = std::max(1u, k.registers);
+  const uint64_t per_warp = (regs * lim.warp_size + lim.register_alloc_unit - 1) / lim.register_alloc_unit *
+                            lim.register_alloc_unit;
+  uint64_t threads = std::min<uint64_t>(lim.max_threads_per_block, lim.registers_per_block / per_warp * lim.warp_size);
+  if (k.max_threads) {
+    const uint64_t bound = uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) *
+                           std::max(1u, (*k.max_threads)[2]);
+    if (bound != 0) threads = std::min(threads, bound);
+  }
+  hcq::LaunchLimits l;
+  l.max_threads_per_group = static_cast<uint32_t>(threads);
+  // Block dims: CUDA's 1024 x 1024 x 64; grid dims: CTA_RASTER_WIDTH holds 32 bits (hcq keeps to 2^31 - 1), HEIGHT
+  // and DEPTH 16.
+  const uint32_t block_max[3] = {1024, 1024, 64};
+  for (int i = 0; i < 3; ++i) l.max_local[i] = std::min<uint32_t>(block_max[i], l.max_threads_per_group);
+  l.max_global[0] = 0x7fffffff;
+  l.max_global[1] = 65535;
+  l.max_global[2] = 65535;
+  return l;
+}
+
+std::vector<uint8_t> cbank0_prefix(const CubinKernel& k) {
+  constexpr uint32_t kPrefixEnd = 12 * 4;  // words 6..11
+  uint64_t bytes = std::max<uint64_t>({k.cbank0_size, uint64_t{k.param_offset} + k.param_size, kPrefixEnd});
+  bytes = (bytes + 15) / 16 * 16;
+  std::vector<uint8_t> cb(bytes, 0);
+  // Only when the parameters start past it (every CUDA 13 cubin: 0x160 or more); a bank laid out otherwise is
+  // taken as the cubin says.
+  if (k.param_offset >= kPrefixEnd) {
+    const uint64_t words[3] = {kSharedWindow, kLocalWindow, 0xfffdc0};
+    std::memcpy(cb.data() + 6 * 4, words, sizeof(words));
+  }
+  return cb;
+}
+
+NvProgram::NvProgram(NvDevice& dev, std::string name, Facts facts, std::unique_ptr<NvMemory> image,
+                     std::function<void()> on_unload)
+    : Program(dev, std::move(name), facts.num_bufs, facts.num_vals, facts.limits),
+      nv_(dev),
+      facts_(std::move(facts)),
+      image_(std::move(image)),
+      on_unload_(std::move(on_unload)) {}
+
+NvProgram::~NvProgram() {
+  try {
+    nv_.synchronize();
+  } catch (...) {
+    // A faulted or hung device: what it did not run will not run; the program can go.
+  }
+  if (on_unload_) {
+    try {
+      on_unload_();
+    } catch (...) {
+      // Unregistering must not throw out of a destructor; the image is freed regardless.
+    }
+  }
+  image_.reset();
+}
+
+}  // namespace hcq::nv

@@ -1,0 +1,84 @@
+// The simulated NVIDIA GPUs. Each row is shaped after a real part of its generation (PCI device id, SM layout,
+// VRAM); the simulator backs "VRAM" with host memory reserved lazily, so the sizes cost nothing until used.
+#include "sim/nv/sim_nv_gpus.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "hcq/error.hpp"
+#include "nv/rm/abi/classes.hpp"
+
+namespace hcq::sim {
+
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+// MC arch/implementation ids: ctrl2080mc.h NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_GA100 (0x170) with
+// IMPLEMENTATION_GA102 (2), ARCHITECTURE_GH100 (0x180) / GH100 (0), ARCHITECTURE_GB100 (0x1a0) / GB100 (0).
+constexpr std::array kGpus = {
+    SimNvGpuSpec{"ampere", "NVIDIA GeForce RTX 3090 (simulated)", nv::NvArch::ampere, 86, 0x2204,
+                 7, 6, 2, 82, 24 * kGiB, 0x170, 0x2},
+    SimNvGpuSpec{"hopper", "NVIDIA H100 80GB HBM3 (simulated)", nv::NvArch::hopper, 90, 0x2330,
+                 8, 9, 2, 132, 80 * kGiB, 0x180, 0x0},
+    SimNvGpuSpec{"blackwell", "NVIDIA B200 (simulated)", nv::NvArch::blackwell, 100, 0x2901,
+                 8, 10, 2, 148, 180 * kGiB, 0x1a0, 0x0},
+};
+
+}  // namespace
+
+const nv::NvArchInfo& SimNvGpuSpec::arch_info() const {
+  const nv::NvArchInfo* a = nv::find_arch_by_sm(sm_version);
+  if (a == nullptr) throw InvalidArgument(cat("SIM-NV:", name, ": no architecture row for sm_", sm_version));
+  return *a;
+}
+
+std::vector<uint32_t> SimNvGpuSpec::classes() const {
+  namespace cls = nv::abi::cls;
+  const nv::NvClasses& c = arch_info().classes;
+  std::vector<uint32_t> out = {cls::memory_system, cls::memory_local_user, cls::memory_virtual,
+                               cls::memory_system_os_descriptor, cls::device, cls::subdevice,
+                               c.context_share, c.va_space, c.channel_group,
+                               c.gpfifo, c.compute, c.copy};
+  out.insert(out.end(), c.usermode.begin(), c.usermode.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool SimNvGpuSpec::supports_class(uint32_t class_id) const {
+  const std::vector<uint32_t> all = classes();
+  return std::binary_search(all.begin(), all.end(), class_id);
+}
+
+std::vector<uint8_t> SimNvGpuSpec::uuid(uint32_t gpu_index) const {
+  // FNV-1a over the name, spread over 16 bytes; the index makes two GPUs of one machine differ.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char ch : name) h = (h ^ static_cast<uint8_t>(ch)) * 0x100000001b3ull;
+  std::vector<uint8_t> u(16);
+  for (size_t i = 0; i < u.size(); ++i) {
+    h = (h ^ (gpu_index + i)) * 0x100000001b3ull;
+    u[i] = static_cast<uint8_t>(h >> 56);
+  }
+  return u;
+}
+
+const SimNvGpuSpec& SimNvGpuSpec::of(std::string_view name) {
+  for (const SimNvGpuSpec& g : kGpus)
+    if (g.name == name) return g;
+  throw InvalidArgument(cat("SIM-NV:", name, " is not a simulated NVIDIA GPU (known: ", known_names(), ")"));
+}
+
+std::vector<std::string> SimNvGpuSpec::names() {
+  std::vector<std::string> out;
+  for (const SimNvGpuSpec& g : kGpus) out.emplace_back(g.name);
+  return out;
+}
+
+std::string SimNvGpuSpec::known_names() {
+  std::string out;
+  for (const SimNvGpuSpec& g : kGpus) out += (out.empty() ? "" : ", ") + std::string(g.name);
+  return out;
+}
+
+}  // namespace hcq::sim

@@ -1,0 +1,48 @@
+// Memory and host services for one channel's executor: every GPU access bounds-checked through the ChannelHost's
+// translate(), atomic where the host may be polling the same words (semaphores, USERD), and fault reporting with
+// the position the channel stopped at.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hcq/error.hpp"
+#include "sim/common/guest_memory.hpp"
+#include "sim/nv_engine/engine.hpp"
+
+namespace hcq::sim::nv_engine {
+
+using hcq::hex;
+// What one call to the executor ended with (idle: GPGet reached GPPut; waiting: on a semaphore acquire).
+using sim::Step;
+
+// Where in the channel's stream something happened, for fault reasons.
+struct Where {
+  uint64_t gpfifo_index = 0;      // GPGet of the entry being executed
+  uint64_t pushbuffer_va = 0;     // the entry's segment (0: the fault is in the GPFIFO entry itself)
+  uint64_t dword = 0;             // the dword's index in that segment
+};
+
+// Memory access (ptr, load, store, read_words, copy) comes from GuestMemory.
+class ChannelContext : public GuestMemory<ChannelHost> {
+ public:
+  ChannelContext(const ChannelDesc& desc, ChannelHost& host, const EngineOptions& options)
+      : GuestMemory(host), desc_(desc), options_(options) {}
+
+  const ChannelDesc& desc() const { return desc_; }
+  const EngineOptions& options() const { return options_; }
+
+  // Runs a launch through the attached kernel runner: "" when it ran, else why not.
+  std::string run_launch(const Launch& l);
+
+  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`.
+  Step fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason);
+  const ChannelFault& last_fault() const { return fault_; }
+
+ private:
+  const ChannelDesc& desc_;
+  const EngineOptions& options_;
+  ChannelFault fault_;
+};
+
+}  // namespace hcq::sim::nv_engine

@@ -1,0 +1,175 @@
+// The compute engine (COMPUTE classes): SEND_PCAS_A names a QMD, SEND_SIGNALING_PCAS2_B with a scheduling action
+// launches it: the QMD is read and validated (its version is the one this GPU takes, the grid and block are
+// nonzero and within the limits, the program and constant bank 0 are mapped), the kernel runs through the
+// attached launcher (host twins), then the QMD's release semaphores are written and a dependent QMD, if the QMD
+// names one, is launched the same way. SET_REPORT_SEMAPHORE_D releases a report semaphore. Every QMD field is read
+// through drivers/nv/facts/qmd.hpp's roles, so V3 and V5 take the same path.
+#include <optional>
+#include <vector>
+
+#include "nv/facts/arch.hpp"
+#include "nv/facts/qmd.hpp"
+#include "sim/nv_engine/executor.hpp"
+#include "sim/nv_engine/semaphore.hpp"
+
+namespace hcq::sim::nv_engine {
+namespace {
+
+// Dependent QMDs one launch may chain before the engine calls it a loop (hardware would spin forever; the
+// simulator must stay stoppable).
+constexpr uint32_t kMaxChain = 1u << 16;
+
+class ComputeEngine final : public ClassEngine {
+ public:
+  ComputeEngine(ChannelContext& ctx, const nv::ClassMethods& cls)
+      : ctx_(ctx),
+        arch_(nv::arch_info(ctx.desc().arch)),
+        layout_(nv::qmd::layout(arch_.qmd_version)),
+        pcas_a_(cls.find("SEND_PCAS_A")),
+        pcas2_b_(cls.find("SEND_SIGNALING_PCAS2_B")),
+        report_a_(cls.find("SET_REPORT_SEMAPHORE_A")),
+        report_b_(cls.find("SET_REPORT_SEMAPHORE_B")),
+        report_c_(cls.find("SET_REPORT_SEMAPHORE_C")),
+        report_d_(cls.find("SET_REPORT_SEMAPHORE_D")) {}
+
+  Outcome execute(const MethodCall& c) override {
+    if (&c.method == pcas2_b_) return pcas(c);
+    if (&c.method == report_d_) return report(c);
+    return Outcome::done;
+  }
+
+ private:
+  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why) {
+    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why);
+    return Outcome::fault;
+  }
+
+  Outcome pcas(const MethodCall& c) {
+    const nv::BitField* f = c.method.field("PCAS_ACTION");
+    const std::string_view action = f->name_of(f->get(c.data));
+    if (action == "NOP" || action == "INVALIDATE" || action == "PREFETCH") return Outcome::done;
+    if (action.find("SCHEDULE") == std::string_view::npos)
+      return fault(ChannelFaultKind::gr_exception, c, 0,
+                   "PCAS_ACTION " + (action.empty() ? hex(f->get(c.data)) : std::string(action)) + " is not simulated");
+    uint64_t qmd_va = uint64_t{c.value(pcas_a_)} << 8;
+    for (uint32_t chain = 0;; ++chain) {
+      if (chain == kMaxChain)
+        return fault(ChannelFaultKind::gr_exception, c, qmd_va,
+                     "more than " + std::to_string(kMaxChain) + " dependent QMDs chained (a loop?)");
+      std::optional<uint64_t> next;
+      const Outcome o = launch(c, qmd_va, next);
+      if (o != Outcome::done || !next) return o;
+      qmd_va = *next;
+    }
+  }
+
+  // Runs the QMD at qmd_va; `next` is the dependent QMD it schedules, if any.
+  Outcome launch(const MethodCall& c, uint64_t qmd_va, std::optional<uint64_t>& next) {
+    namespace q = nv::qmd;
+    const q::QmdRoles& r = layout_.roles;
+    const std::string at = "QMD at " + hex(qmd_va) + ": ";
+    std::vector<uint32_t> w(layout_.size_words);
+    if (!ctx_.read_words(qmd_va, w.data(), w.size()))
+      return fault(ChannelFaultKind::mmu_fault, c, qmd_va, at + "not mapped (" + std::to_string(layout_.size_bytes()) + " bytes)");
+    auto get = [&](const nv::BitField* f) -> uint64_t { return f ? q::get(w, *f) : 0; };
+    auto bad = [&](const std::string& why, uint64_t address = 0) {
+      return fault(ChannelFaultKind::gr_exception, c, address, at + why);
+    };
+
+    const uint32_t version = q::detect_version(w);
+    if (version != layout_.major_version)
+      return bad("QMD_MAJOR_VERSION reads as " + std::to_string(get(r.major_version)) + ", this " +
+                 std::string(arch_.arch_name) + " GPU takes version " + std::to_string(layout_.major_version));
+    Launch l;
+    l.channel_id = ctx_.desc().channel_id;
+    l.qmd_va = qmd_va;
+    uint64_t threads = 1;
+    for (int i = 0; i < 3; ++i) {
+      l.groups[i] = static_cast<uint32_t>(get(r.grid[i]));
+      l.local[i] = static_cast<uint32_t>(get(r.block[i]));
+      threads *= l.local[i];
+    }
+    const std::string dims = "grid {" + std::to_string(l.groups[0]) + "," + std::to_string(l.groups[1]) + "," +
+                             std::to_string(l.groups[2]) + "} x block {" + std::to_string(l.local[0]) + "," +
+                             std::to_string(l.local[1]) + "," + std::to_string(l.local[2]) + "}";
+    if (threads == 0 || l.groups[0] == 0 || l.groups[1] == 0 || l.groups[2] == 0)
+      return bad(std::string(r.grid[0]->name) + "/" + std::string(r.block[0]->name) + "...: empty " + dims);
+    if (threads > arch_.max_threads_per_block)
+      return bad("CTA_THREAD_DIMENSION0..2: " + dims + " has " + std::to_string(threads) + " threads per block, the limit is " +
+                 std::to_string(arch_.max_threads_per_block));
+    l.shared_bytes = static_cast<uint32_t>(get(r.shared_memory_size) << r.shared_memory_shift);
+    if (l.shared_bytes > arch_.max_shared_per_block)
+      return bad(std::string(r.shared_memory_size->name) + ": " + std::to_string(l.shared_bytes) +
+                 " bytes of shared memory, the limit is " + std::to_string(arch_.max_shared_per_block));
+
+    l.program_va = (get(r.program_address_lower) | (get(r.program_address_upper) << 32)) << r.program_address_shift;
+    if (!ctx_.ptr(l.program_va, 4))
+      return fault(ChannelFaultKind::mmu_fault, c, l.program_va, at + "PROGRAM_ADDRESS " + hex(l.program_va) + " is not mapped");
+    const q::ConstantBufferRoles& cb = r.cbuf[0];
+    if (get(cb.valid) == 0) return bad("CONSTANT_BUFFER_VALID_0 is not set: the kernel has no parameters bank");
+    l.cbank0_va = (get(cb.address_lower) | (get(cb.address_upper) << 32)) << r.cbuf_address_shift;
+    l.cbank0_size = static_cast<uint32_t>(get(cb.size_shifted4) << 4);
+    if (l.cbank0_size == 0) return bad("CONSTANT_BUFFER_SIZE_SHIFTED4_0 is 0");
+    if (!ctx_.ptr(l.cbank0_va, l.cbank0_size))
+      return fault(ChannelFaultKind::mmu_fault, c, l.cbank0_va,
+                   at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
+    l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
+
+    const std::string error = ctx_.run_launch(l);
+    if (!error.empty()) return bad("launch of " + dims + " at " + hex(l.program_va) + " failed: " + error, l.program_va);
+
+    for (uint32_t i = 0; i < q::kReleases; ++i) {
+      const q::ReleaseRoles& rel = r.release[i];
+      if (get(rel.enable) == 0) continue;
+      const std::string name = "RELEASE" + std::to_string(i);
+      if (get(rel.reduction_enable)) return bad(name + "_REDUCTION_ENABLE: QMD release reductions are not simulated");
+      const uint64_t va = get(rel.address_lower) | (get(rel.address_upper) << 32);
+      const uint32_t size = static_cast<uint32_t>(get(rel.structure_size));
+      const bool payload64 = get(rel.payload64b) != 0;
+      const uint64_t payload = get(rel.payload_lower) | (payload64 ? get(rel.payload_upper) << 32 : 0);
+      const bool four = size == q::kStructureFourWords, two = size == q::kStructureTwoWords;
+      if (!four && !two && size != q::kStructureOneWord) return bad(name + "_STRUCTURE_SIZE " + std::to_string(size) + " is undefined");
+      const bool is64 = four || two;
+      if (is64 && va % 8) return bad(name + " semaphore address " + hex(va) + " is not 8-byte aligned", va);
+      if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, payload, is64, four))
+        return fault(ChannelFaultKind::mmu_fault, c, *miss, at + name + " semaphore at " + hex(va) + " is not mapped");
+    }
+
+    if (get(r.dependent_qmd0_enable)) {
+      const uint64_t action = get(r.dependent_qmd0_action);
+      if (action != q::kDependentActionSchedule)
+        return bad("DEPENDENT_QMD0_ACTION " + std::to_string(action) + " is not simulated (only QMD_SCHEDULE)");
+      next = get(r.dependent_qmd0_pointer) << 8;
+    }
+    return Outcome::done;
+  }
+
+  Outcome report(const MethodCall& c) {
+    const nv::BitField* op = c.method.field("OPERATION");
+    if (op->name_of(op->get(c.data)) != "RELEASE")
+      return fault(ChannelFaultKind::gr_exception, c, 0, "report semaphore OPERATION " + std::to_string(op->get(c.data)) + " is not simulated");
+    if (c.method.field("REDUCTION_ENABLE")->get(c.data))
+      return fault(ChannelFaultKind::gr_exception, c, 0, "report semaphore reductions are not simulated");
+    const nv::BitField* size = c.method.field("STRUCTURE_SIZE");
+    const bool four = size->name_of(size->get(c.data)) == "FOUR_WORDS";
+    const uint64_t hi = report_a_ && !report_a_->fields.empty() ? report_a_->fields[0].get(c.value(report_a_)) : 0;
+    const uint64_t va = (hi << 32) | c.value(report_b_);
+    if (four && va % 8) return fault(ChannelFaultKind::gr_exception, c, va, "four-word report address is not 8-byte aligned");
+    if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, c.value(report_c_), four, four))
+      return fault(ChannelFaultKind::mmu_fault, c, *miss, "report semaphore release to an unmapped address");
+    return Outcome::done;
+  }
+
+  ChannelContext& ctx_;
+  const nv::NvArchInfo& arch_;
+  const nv::qmd::QmdLayout& layout_;
+  const nv::Method *pcas_a_, *pcas2_b_, *report_a_, *report_b_, *report_c_, *report_d_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClassEngine> make_compute_engine(ChannelContext& ctx, const nv::ClassMethods& cls) {
+  return std::make_unique<ComputeEngine>(ctx, cls);
+}
+
+}  // namespace hcq::sim::nv_engine
