@@ -13,13 +13,20 @@
 #include <optional>
 
 #include "amd/kfd/amd_device.hpp"
+#include "amd/kfd/drm_query.hpp"
+#include "common/gpu_diagnosis.hpp"
+#include "common/pci_scan.hpp"
 #include "cpu/cpu_device.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/process.hpp"
+#include "nv/rm/abi/branch.hpp"
+#include "nv/rm/nv_device.hpp"
 #include "sim/kfd/sim_amd_device.hpp"
 #include "sim/kfd/sim_kfd.hpp"
+#include "sim/nv/sim_nv_device.hpp"
+#include "sim/nv/sim_nv_gpus.hpp"
 
 namespace hcq {
 namespace {
@@ -37,8 +44,8 @@ constexpr KindInfo kKinds[] = {
     {Kind::cpu, "CPU", "CPU[:n]", true},
     {Kind::amd, "AMD", "AMD[:n]", true},
     {Kind::nv, "NV", "NV[:n]", true},
-    {Kind::sim_amd, "SIM-AMD", "SIM-AMD:<gfx target>", false},
-    {Kind::sim_nv, "SIM-NV", "SIM-NV:<arch>", false},
+    {Kind::sim_amd, "SIM-AMD", "SIM-AMD:<gfx target>[:n]", false},
+    {Kind::sim_nv, "SIM-NV", "SIM-NV:<arch>[:n]", false},
     {Kind::cuda, "CUDA", "CUDA[:n]", true},
 };
 
@@ -50,6 +57,11 @@ const KindInfo& info_of(Kind k) {
     if (i.kind == k) return i;
   return kKinds[0];
 }
+
+// SIM-AMD:<target> opens a simulated machine of this many GPUs; SIM-AMD:<target>:<n> is its GPU n (a peer).
+constexpr unsigned kSimAmdGpus = 2;
+// SIM-NV:<arch> likewise opens a simulated machine of this many GPUs; SIM-NV:<arch>:<n> is its GPU n.
+constexpr unsigned kSimNvGpus = 2;
 
 struct ParsedName {
   Kind kind;
@@ -91,18 +103,23 @@ ParsedName parse_name(std::string_view name) {
       }
       return {k.kind, cat(k.prefix, ":", index)};
     }
-    const bool valid_target = !suffix.empty() && std::all_of(suffix.begin(), suffix.end(), [](char c) {
+    std::string_view target = suffix;
+    unsigned gpu = 0;  // SIM-AMD:<target>:<n>: GPU n of the simulated machine SIM-AMD:<target> opens
+    if (const size_t c2 = suffix.find(':');
+        (k.kind == Kind::sim_amd || k.kind == Kind::sim_nv) && c2 != std::string_view::npos) {
+      const std::string_view n = suffix.substr(c2 + 1);
+      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), gpu);
+      if (n.empty() || ec != std::errc() || ptr != n.data() + n.size() || gpu > 1023)
+        unknown_name(name, cat("'", n, "' is not a GPU index 0..1023"));
+      target = suffix.substr(0, c2);
+    }
+    const bool valid_target = !target.empty() && std::all_of(target.begin(), target.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
     });
     if (!valid_target) unknown_name(name, cat(k.pattern, " needs a target"));
-    return {k.kind, cat(k.prefix, ":", suffix)};
+    return {k.kind, gpu == 0 ? cat(k.prefix, ":", target) : cat(k.prefix, ":", target, ":", gpu)};
   }
   unknown_name(name, "no such kind");
-}
-
-bool path_exists(const char* path) {
-  struct stat st {};
-  return ::stat(path, &st) == 0;
 }
 
 std::unique_ptr<Device> open_new(const ParsedName& p) {
@@ -112,14 +129,15 @@ std::unique_ptr<Device> open_new(const ParsedName& p) {
     case Kind::amd:
       return amd::open_kfd_device(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(4))));
     case Kind::nv:
-      throw UnsupportedDriver(cat(p.canonical, ": the NV (RM/UVM) backend is not built yet (/dev/nvidiactl ",
-                                  path_exists("/dev/nvidiactl") ? "is present" : "is absent", ")"));
+      return nv::open_nv_device(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(3))));
     case Kind::cuda:
       throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
-    case Kind::sim_amd:
-      return sim::open_sim_amd_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1));
+    case Kind::sim_amd:  // GPU 0 of a simulated machine of kSimAmdGpus (peers: see Registry::open)
+      return sim::open_sim_amd_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1),
+                                   sim::amd_engine::Scheduling::threaded, kSimAmdGpus);
     case Kind::sim_nv:
-      throw UnsupportedDriver(cat(p.canonical, ": the simulated NV GPU is not built yet"));
+      return sim::open_sim_nv_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1),
+                                  sim::nv_engine::Scheduling::threaded, kSimNvGpus);
   }
   throw UnsupportedDriver(cat(p.canonical, ": no backend"));
 }
@@ -131,12 +149,7 @@ class Registry {
 
   Device& open(const ParsedName& p) {
     std::lock_guard lock(mu_);
-    for (const auto& [name, dev] : open_)
-      if (name == p.canonical) return *dev;
-    auto dev = open_new(p);
-    Device& ref = *dev;
-    open_.emplace_back(p.canonical, std::move(dev));
-    return ref;
+    return open_locked(p);
   }
 
   void close_all() noexcept {
@@ -156,6 +169,28 @@ class Registry {
   }
 
  private:
+  Device& open_locked(const ParsedName& p) {
+    for (const auto& [name, dev] : open_)
+      if (name == p.canonical) return *dev;
+    std::unique_ptr<Device> dev;
+    if (const size_t c2 = p.canonical.find(':', p.canonical.find(':') + 1);
+        p.kind == Kind::sim_amd && c2 != std::string::npos) {
+      // SIM-AMD:<target>:<n>: another GPU of the machine SIM-AMD:<target> opened (opening it first if need be).
+      Device& first = open_locked({p.kind, p.canonical.substr(0, c2)});
+      dev = sim::open_sim_amd_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(c2 + 1))));
+    } else if (const size_t n2 = p.canonical.find(':', p.canonical.find(':') + 1);
+               p.kind == Kind::sim_nv && n2 != std::string::npos) {
+      // SIM-NV:<arch>:<n>: another GPU of the machine SIM-NV:<arch> opened (opening it first if need be).
+      Device& first = open_locked({p.kind, p.canonical.substr(0, n2)});
+      dev = sim::open_sim_nv_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(n2 + 1))));
+    } else {
+      dev = open_new(p);
+    }
+    Device& ref = *dev;
+    open_.emplace_back(p.canonical, std::move(dev));
+    return ref;
+  }
+
   std::mutex mu_;
   std::vector<std::pair<std::string, std::unique_ptr<Device>>> open_;  // in order of opening
 };
@@ -210,6 +245,7 @@ std::vector<std::string> available_devices() {
 std::vector<std::string> simulated_devices() {
   std::vector<std::string> names;
   for (const std::string& gfx : sim::SimGpuSpec::names()) names.push_back("SIM-AMD:" + gfx);
+  for (const std::string& gpu : sim::SimNvGpuSpec::names()) names.push_back("SIM-NV:" + gpu);
   return names;
 }
 
@@ -225,11 +261,34 @@ std::vector<std::pair<std::string, std::string>> probe_report() {
         if (reason.empty()) reason = "failed to open";
       }
     } else {
-      // SIM-AMD:<target> opens on request (no probe: it is a simulator); SIM-NV does not exist yet.
-      if (k.kind != Kind::sim_amd) reason = "the simulated NV GPU is not built yet";
+      // SIM-AMD:<target> and SIM-NV:<gpu> open on request (no probe: they are simulators).
     }
     report.emplace_back(std::string(k.pattern), reason);
   }
+  return report;
+}
+
+PciGpuReport pci_gpu_report() {
+  Os& os = real_os();
+  GpuFacts facts = gather_gpu_facts(os, scan_pci_gpus(os));
+  // The AMD backend's own view: the KFD ABI version and the GPUs its topology lists (by render node).
+  if (facts.kfd.state == NodeAccess::State::ok) facts.kfd_version = amd::query_kfd_version(os);
+  for (const amd::KfdNode& n : amd::kfd_topology(os)) facts.kfd_render_minors.push_back(n.render_minor);
+  BackendSupport support;
+  support.kfd_major = 1;      // KfdGpu refuses any other major
+  support.kfd_min_minor = 1;  // 1.0 is the first, APU-only KFD, before the dGPU memory ioctls
+  // The NV backend's view: what /proc/driver/nvidia/version says, and the branches it has RM layouts for.
+  if (facts.nvidia_version_text)
+    if (const auto v = nv::abi::parse_proc_version(*facts.nvidia_version_text))
+      facts.nvidia_module = NvidiaModule{v->text, v->major, v->open_module};
+  support.nv_backend_built = true;
+  for (const nv::abi::BranchAbi& b : nv::abi::supported_branches()) support.nv_branches.push_back(b.major);
+  support.nv_needs_open_module = false;  // RmClient accepts either module
+  PciGpuReport report;
+  report.scan_problem = facts.pci.problem;
+  for (const GpuFinding& f : diagnose_gpus(facts, support))
+    report.unusable.push_back({f.gpu.address, f.gpu.vendor_name(), f.gpu.vendor_id, f.gpu.device_id,
+                               f.gpu.kernel_driver, f.reason});
   return report;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "hcq/capture.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 
@@ -50,19 +51,24 @@ Allocation Allocator::alloc(uint64_t size, const BufferSpec& spec) {
       it->second.pop_back();
       if (it->second.empty()) cache_.erase(it);
       cached_bytes_ -= size;
+      capture::on_alloc(hit, "buffer");
       return hit;
     }
   }
 
   try {
-    return dev_.alloc_memory(size, spec);
+    Allocation a = dev_.alloc_memory(size, spec);
+    capture::on_alloc(a, "buffer");
+    return a;
   } catch (const OutOfMemory&) {
     // Fall through: the cache may be holding exactly the memory we lack.
   }
   const uint64_t freed = cached_bytes();
   free_cache();
   try {
-    return dev_.alloc_memory(size, spec);
+    Allocation a = dev_.alloc_memory(size, spec);
+    capture::on_alloc(a, "buffer");
+    return a;
   } catch (const OutOfMemory& e) {
     throw OutOfMemory(cat(dev_.name(), ": out of memory allocating ", size, " bytes (spec ", to_string(spec), "); ",
                           dev_.bytes_in_use(), " bytes in use, ", cached_bytes(), " cached (emptied ", freed,
@@ -72,6 +78,7 @@ Allocation Allocator::alloc(uint64_t size, const BufferSpec& spec) {
 
 void Allocator::free(const Allocation& a) {
   if (a.size == 0) return;  // a default Allocation: nothing to give back
+  capture::on_free(a, "buffer");  // freed for its user, even when the allocator keeps it cached
   if (cacheable(a.spec)) {
     std::lock_guard lock(mu_);
     cache_[Key{a.size, a.spec}].push_back(a);

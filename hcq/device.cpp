@@ -1,7 +1,10 @@
 // Device: the timeline protocol, the sticky error, and the runtime pieces every backend shares.
 #include "hcq/device.hpp"
 
+#include <typeinfo>
+
 #include "hcq/allocator.hpp"
+#include "hcq/bundle.hpp"
 #include "hcq/error.hpp"
 #include "side_pool.hpp"
 
@@ -48,6 +51,7 @@ void Device::shutdown_runtime() noexcept {
 void Device::synchronize() {
   if (!side_) throw Error(cat(name_, ": synchronize before init_runtime"));
   wait_signal(timeline_, timeline_value_ - 1);
+  if (std::exception_ptr f = poll_fault()) record_error(f);
   {
     std::lock_guard lock(err_mu_);
     if (error_) std::rethrow_exception(error_);
@@ -76,8 +80,41 @@ void Device::set_timeline_value(uint64_t next) {
 void Device::on_timeline_reset(std::function<void()> fn) { on_reset_.push_back(std::move(fn)); }
 
 void Device::record_error(std::exception_ptr e) {
+  // The first fault gets a hang bundle, named in its message (written before taking the lock: describing the
+  // device may look at the sticky error). Only a plain DeviceFault is rewritten, so no caller loses a subtype.
+  if (e && !has_error()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const DeviceFault& f) {
+      if (typeid(f) == typeid(DeviceFault)) {
+        const bundle::Result r = bundle::write(*this, "fault", f.what(), {});
+        if (!r.suffix().empty()) e = std::make_exception_ptr(DeviceFault(cat(f.what(), r.suffix())));
+      }
+    } catch (...) {
+    }
+  }
   std::lock_guard lock(err_mu_);
   if (!error_) error_ = std::move(e);  // the first fault is the cause; later ones are usually its echoes
+}
+
+std::vector<capture::Submission> Device::recent_submissions() const {
+  std::vector<capture::Submission> out = recent_.snapshot();
+  for (capture::Submission& s : out) {
+    s.device = name_;
+    s.arch = capture_arch();
+  }
+  return out;
+}
+
+const std::string& Device::capture_arch() const {
+  std::call_once(arch_once_, [this] {
+    try {
+      arch_ = info().arch;
+    } catch (...) {
+      arch_ = "unknown";  // a capture must not fail a submission
+    }
+  });
+  return arch_;
 }
 
 bool Device::has_error() const {
@@ -111,16 +148,27 @@ void Device::wait_signal(const Signal& s, uint64_t value, std::chrono::milliseco
 }
 
 void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const {
-  // A fault makes the wait fail at once rather than after the whole timeout.
-  auto check = [this] {
+  // A fault makes the wait fail at once rather than after the whole timeout. The sticky error is logically
+  // mutable state: a const wait that finds a fault records it.
+  auto* self = const_cast<Device*>(this);
+  auto check = [this, self] {
+    if (std::exception_ptr f = poll_fault()) self->record_error(f);
     std::lock_guard lock(err_mu_);
     if (error_) std::rethrow_exception(error_);
   };
   try {
     s.wait(value, timeout, check);
   } catch (const TimeoutError& e) {
+    check();  // a fault found only now explains the timeout better than the timeout does
     std::string state = describe_state();
-    throw TimeoutError(cat(e.what(), " on ", name_, state.empty() ? "" : "; ", state));
+    std::string msg = cat(e.what(), " on ", name_, state.empty() ? "" : "; ", state);
+    bundle::SignalState sigs[2] = {{s.label(), s.addr(), s.value(), value}, {}};
+    size_t n = 1;
+    if (timeline_.get().valid() && !(timeline_.get() == s)) {
+      sigs[1] = {timeline_->label(), timeline_->addr(), timeline_->value(), timeline_value_ - 1};
+      n = 2;
+    }
+    throw TimeoutError(msg + bundle::write(*this, "timeout", msg, std::span(sigs, n)).suffix());
   }
 }
 

@@ -2,6 +2,7 @@
 #include "hcq/hw_queue.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string_view>
 
@@ -61,6 +62,8 @@ const char* to_string(QueueKind k) {
 }
 
 HWQueue::HWQueue(Device& dev, QueueKind kind) : dev_(dev), kind_(kind) {
+  static std::atomic<uint32_t> next_id{0};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
   words_region_ = patches_.add_region(reinterpret_cast<std::byte*>(words_.data()));
 }
 
@@ -170,6 +173,14 @@ HWQueue& HWQueue::poll_bit(Sym addr, uint32_t mask, bool set) {
   check_address(addr, 4, "poll_bit", kind_, dev_);
   if (mask == 0) throw InvalidArgument(cat("poll_bit on the ", queue_name(kind_, dev_), ": empty mask"));
   encode_poll_bit(addr, mask, set);
+  ++num_commands_;
+  return *this;
+}
+
+HWQueue& HWQueue::raw(std::span<const uint32_t> words) {
+  check_open_for_build();
+  if (words.empty()) throw InvalidArgument(cat("raw on the ", queue_name(kind_, dev_), ": no words"));
+  encode_raw(words);
   ++num_commands_;
   return *this;
 }

@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
 
 #include "hcq/error.hpp"
+#include "va_layout.hpp"
 
 namespace hcq::knobs {
 namespace {
@@ -74,7 +76,9 @@ std::string cache_dir() {
 
 uint64_t va_size_bytes() {
   constexpr uint64_t kGiB = uint64_t{1} << 30;
-  uint64_t gb = number("HCQ_VA_SIZE_GB").value_or(256);
+  const std::optional<uint64_t> asked = number("HCQ_VA_SIZE_GB");
+  if (!asked) return va_layout::kDefaultSize;
+  const uint64_t gb = *asked;
   // 2^17 GiB = 128 TiB, the whole x86-64 user half: anything above cannot be reserved.
   if (gb == 0 || gb > (uint64_t{1} << 17))
     throw InvalidArgument(cat("HCQ_VA_SIZE_GB=", gb, " is outside 1..131072"));
@@ -94,5 +98,18 @@ std::string cpu_cc() {
   if (auto cc = env("HCQ_CC")) return *cc;
   return executable_on_path("clang-19") ? "clang-19" : "clang";
 }
+
+std::optional<std::string> dump() {
+  std::optional<std::string> v = env("HCQ_DUMP");
+  if (v && *v == "0") return std::nullopt;
+  return v;
+}
+
+std::string bundle_dir() {
+  if (auto d = env("HCQ_BUNDLE_DIR")) return *d;
+  return env("TMPDIR").value_or("/tmp") + "/hcq-bundles";
+}
+
+unsigned bundle_max() { return static_cast<unsigned>(std::min<uint64_t>(number("HCQ_BUNDLE_MAX").value_or(16), 1u << 20)); }
 
 }  // namespace hcq::knobs

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "hcq/capture.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq {
@@ -43,53 +44,97 @@ void Device::SidePool::free(const SideBlock& b) {
   if (chunk == chunks.begin() || b.va + b.size > std::prev(chunk)->first + std::prev(chunk)->second.size)
     throw InvalidArgument(cat(dev.name(), ": free_side of ", hex(b.va), " (", b.size,
                               " bytes) which is not side memory of this device"));
-  deferred.push_back({dev.timeline_value(), b});
+  // Stamps must not decrease (reclaim looks only at the front). Waiting longer than needed is always safe.
+  uint64_t stamp = dev.timeline_value();
+  if (deferred.size() > deferred_head) stamp = std::max(stamp, deferred.back().stamp);
+  deferred.push_back({stamp, b});
 }
 
 void Device::SidePool::release_later(OwnedSignal s) {
   std::lock_guard lock(mu);
-  deferred_signals.push_back({dev.timeline_value(), std::move(s)});
+  uint64_t stamp = dev.timeline_value();
+  if (deferred_signals.size() > signals_head) stamp = std::max(stamp, deferred_signals.back().stamp);
+  deferred_signals.push_back({stamp, std::move(s)});
 }
 
 void Device::SidePool::reclaim_all() {
   std::lock_guard lock(mu);
-  for (const Deferred& d : deferred) put_free(d.block.va, d.block.size);
+  for (size_t i = deferred_head; i < deferred.size(); ++i) put_free(deferred[i].block.va, deferred[i].block.size);
   deferred.clear();
+  deferred_head = 0;
   deferred_signals.clear();  // releases them
+  signals_head = 0;
 }
 
 void Device::SidePool::release_chunks() {
   std::lock_guard lock(mu);
-  for (auto& [va, chunk] : chunks) dev.free_memory(chunk);
+  for (auto& [va, chunk] : chunks) {
+    capture::on_free(chunk, "side");
+    dev.free_memory(chunk);
+  }
   chunks.clear();
   free_ranges.clear();
   deferred.clear();
+  deferred_head = 0;
 }
 
+namespace {
+
+// Forgets a FIFO's reclaimed prefix: at once when it is all reclaimed, else once it is the larger half (amortized
+// O(1) per entry, and the vector's capacity is kept for the next round).
+template <class T>
+void drop_reclaimed(std::vector<T>& fifo, size_t& head) {
+  if (head == fifo.size()) {
+    fifo.clear();
+    head = 0;
+  } else if (head >= 64 && head * 2 >= fifo.size()) {
+    fifo.erase(fifo.begin(), fifo.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+}
+
+}  // namespace
+
 void Device::SidePool::reclaim_passed(uint64_t done) {
-  auto passed = std::partition(deferred.begin(), deferred.end(), [done](const Deferred& d) { return d.stamp > done; });
-  for (auto it = passed; it != deferred.end(); ++it) put_free(it->block.va, it->block.size);
-  deferred.erase(passed, deferred.end());
-  std::erase_if(deferred_signals, [done](const DeferredSignal& d) { return d.stamp <= done; });
+  if (deferred_head < deferred.size() && deferred[deferred_head].stamp <= done) {
+    for (; deferred_head < deferred.size() && deferred[deferred_head].stamp <= done; ++deferred_head)
+      put_free(deferred[deferred_head].block.va, deferred[deferred_head].block.size);
+    drop_reclaimed(deferred, deferred_head);
+  }
+  reclaim_passed_signals(done);
+}
+
+void Device::SidePool::reclaim_passed_signals(uint64_t done) {
+  if (signals_head == deferred_signals.size() || deferred_signals[signals_head].stamp > done) return;
+  for (; signals_head < deferred_signals.size() && deferred_signals[signals_head].stamp <= done; ++signals_head)
+    deferred_signals[signals_head].signal = OwnedSignal();  // releases it now
+  drop_reclaimed(deferred_signals, signals_head);
 }
 
 void Device::SidePool::put_free(uint64_t va, uint64_t size) {
   // Merge with neighbours, but never across a chunk start: two chunks may be adjacent in VA yet be separate
-  // allocations of the backend.
+  // allocations of the backend. Blocks come back mostly in the order they were carved, so the usual case extends
+  // the range just below in place.
   auto next = free_ranges.lower_bound(va);
-  if (next != free_ranges.end() && next->first == va + size && !chunks.contains(next->first)) {
-    size += next->second;
-    next = free_ranges.erase(next);
-  }
-  if (next != free_ranges.begin() && !chunks.contains(va)) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == va) {
-      va = prev->first;
-      size += prev->second;
-      free_ranges.erase(prev);
+  const bool merge_next = next != free_ranges.end() && next->first == va + size && !chunks.contains(next->first);
+  auto prev = next == free_ranges.begin() ? free_ranges.end() : std::prev(next);
+  if (prev != free_ranges.end() && prev->first + prev->second == va && !chunks.contains(va)) {
+    prev->second += size;
+    if (merge_next) {
+      prev->second += next->second;
+      free_ranges.erase(next);
     }
+    return;
   }
-  free_ranges.emplace(va, size);
+  if (merge_next) {
+    auto after = std::next(next);
+    auto node = free_ranges.extract(next);  // re-keyed in place: no allocation
+    node.key() = va;
+    node.mapped() += size;
+    free_ranges.insert(after, std::move(node));
+    return;
+  }
+  free_ranges.emplace_hint(next, va, size);
 }
 
 bool Device::SidePool::carve(uint64_t size, uint64_t align, SideBlock& out) {
@@ -97,9 +142,19 @@ bool Device::SidePool::carve(uint64_t size, uint64_t align, SideBlock& out) {
     const uint64_t start = it->first, end = it->first + it->second;
     const uint64_t va = align_up(start, align);
     if (va > end || end - va < size) continue;
-    free_ranges.erase(it);
-    if (va > start) free_ranges.emplace(start, va - start);
-    if (va + size < end) free_ranges.emplace(va + size, end - (va + size));
+    const uint64_t rest = end - (va + size);
+    auto after = std::next(it);
+    if (va > start) {
+      it->second = va - start;  // the alignment gap keeps the range's node
+      if (rest != 0) free_ranges.emplace_hint(after, va + size, rest);
+    } else if (rest != 0) {
+      auto node = free_ranges.extract(it);  // the rest moves up: re-key the node instead of a new one
+      node.key() = va + size;
+      node.mapped() = rest;
+      free_ranges.insert(after, std::move(node));
+    } else {
+      free_ranges.erase(it);
+    }
     out = SideBlock{reinterpret_cast<std::byte*>(va), va, size};  // unified VA: host address == device address
     return true;
   }
@@ -117,6 +172,7 @@ void Device::SidePool::add_chunk(uint64_t min_size) {
   }
   chunks.emplace(a.va, a);
   free_ranges.emplace(a.va, a.size);
+  capture::on_alloc(a, "side");
 }
 
 }  // namespace hcq

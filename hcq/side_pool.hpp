@@ -1,5 +1,9 @@
 // Device::SidePool (internal to hcq/): host-visible device memory for kernargs and other side data, carved out of
 // chunks of at least 1 MiB. Freed blocks wait on a deferred list until the device's timeline passes them.
+//
+// It sits on the launch path (every eager launch with arguments allocates and frees a block), so the common case is
+// O(1) without heap traffic: stamps only grow, so the deferred lists are FIFOs whose front says whether anything has
+// passed; carving and coalescing re-key or resize map nodes in place instead of erasing and inserting them.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,7 @@ struct Device::SidePool {
     OwnedSignal signal;
   };
   void reclaim_passed(uint64_t done);  // mu held
+  void reclaim_passed_signals(uint64_t done);  // mu held
   void put_free(uint64_t va, uint64_t size);  // mu held; coalesces within a chunk
   bool carve(uint64_t size, uint64_t align, SideBlock& out);  // mu held
   void add_chunk(uint64_t min_size);  // mu held
@@ -47,8 +52,11 @@ struct Device::SidePool {
   std::mutex mu;
   std::map<uint64_t, Allocation> chunks;  // by start va
   std::map<uint64_t, uint64_t> free_ranges;  // start va -> length
+  // FIFOs in stamp order (stamps never decrease): entries before the head index are already reclaimed.
   std::vector<Deferred> deferred;
+  size_t deferred_head = 0;
   std::vector<DeferredSignal> deferred_signals;
+  size_t signals_head = 0;
 };
 
 }  // namespace hcq

@@ -6,6 +6,7 @@
 
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
+#include "va_layout.hpp"
 
 namespace hcq {
 namespace {
@@ -20,7 +21,7 @@ uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align
 VaSpace::VaSpace(Os& os, uint64_t size) : os_(os) {
   if (size == 0 || size % kPage != 0)
     throw InvalidArgument(cat("VA space size ", size, " must be a non-zero multiple of ", kPage));
-  void* base = os_.mmap(nullptr, size, PROT_NONE, kReserveFlags, -1, 0);
+  void* base = os_.mmap(reinterpret_cast<void*>(va_layout::kPreferredBase), size, PROT_NONE, kReserveFlags, -1, 0);
   if (base == MAP_FAILED) throw OsError(cat("reserving ", size >> 20, " MiB of VA space"), errno);
   base_ = reinterpret_cast<uint64_t>(base);
   size_ = size;

@@ -214,6 +214,13 @@ std::string CpuDevice::describe_state() const {
   return s;
 }
 
+std::vector<capture::RingDump> CpuDevice::pending_rings() const {
+  std::vector<capture::RingDump> out;
+  for (QueueKind kind : {QueueKind::compute, QueueKind::copy})
+    if (const CpuRing* r = rings_[queue_index(kind)].get()) out.push_back(pending_ring_words(*r, to_string(kind)));
+  return out;
+}
+
 void CpuDevice::map_signal_page(void* addr, size_t size) {
   mappings_->add_range(reinterpret_cast<uint64_t>(addr), size);
 }

@@ -51,6 +51,7 @@ class CpuDevice final : public Device, private SignalPool::PageMapper {
 
   double ticks_to_us(uint64_t ticks) const override { return static_cast<double>(ticks) / 1000.0; }
   std::string describe_state() const override;
+  std::vector<capture::RingDump> pending_rings() const override;
 
   CpuMappings& mappings() { return *mappings_; }
 

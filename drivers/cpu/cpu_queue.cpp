@@ -1,10 +1,12 @@
 #include "cpu_queue.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu_commands.hpp"
 #include "cpu_program.hpp"
 #include "cpu_ring.hpp"
+#include "hcq/capture.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::cpu {
@@ -119,9 +121,26 @@ void CpuQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
                                  static_cast<uint32_t>(bound_va_), static_cast<uint32_t>(bound_va_ >> 32),
                                  bound_dwords_};
     last_end_ = ring_.submit(indirect, completion);
+    capture::on_submit(*this, "cpu", last_end_, indirect, completion);
   } else {
     last_end_ = ring_.submit(words_, completion);
+    capture::on_submit(*this, "cpu", last_end_, words_, completion);
   }
+}
+
+capture::RingDump pending_ring_words(const CpuRing& ring, const char* queue) {
+  capture::RingDump d;
+  d.queue = queue;
+  d.format = "cpu";
+  d.read = ring.read_pointer();
+  d.write = ring.write_pointer();
+  const uint64_t pending = d.write > d.read ? d.write - d.read : 0;
+  const uint64_t n = std::min<uint64_t>({pending, ring.capacity(), capture::kMaxWords});
+  d.words.resize(n);
+  // Relaxed loads: the worker may move on while we copy; the dump then shows words it has just run.
+  for (uint64_t i = 0; i < n; ++i) d.words[i] = __atomic_load_n(ring.slot(d.read + i), __ATOMIC_RELAXED);
+  d.dropped = pending - n;
+  return d;
 }
 
 }  // namespace hcq::cpu

@@ -40,4 +40,8 @@ class CpuQueue final : public HWQueue {
   uint64_t last_end_ = 0;  // ring position just past this queue's last submission (0: never submitted)
 };
 
+// For hang bundles: the words of `ring` from its read to its write pointer (at most capture::kMaxWords), read
+// without the producer lock (a hang report must not wait for a blocked submitter).
+capture::RingDump pending_ring_words(const CpuRing& ring, const char* queue);
+
 }  // namespace hcq::cpu

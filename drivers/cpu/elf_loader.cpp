@@ -14,13 +14,16 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
+#include "common/elf64.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::cpu {
 namespace {
 
-[[noreturn]] void bad(const std::string& what) { throw CompileError("bad ELF: " + what); }
+constexpr std::string_view kBad = "bad ELF: ";
+[[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxImageBytes = 256ull << 20;  // a kernel object is kilobytes; refuse absurd NOBITS sizes
@@ -28,35 +31,6 @@ constexpr uint64_t kStubBytes = 16;                // jmp *0(%rip) + 8-byte targ
 constexpr uint64_t kNotLaidOut = std::numeric_limits<uint64_t>::max();
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
-
-// Bounds-checked view of the object's bytes.
-class Bytes {
- public:
-  explicit Bytes(std::span<const uint8_t> b) : b_(b) {}
-  size_t size() const { return b_.size(); }
-  bool has(uint64_t off, uint64_t len) const { return off <= b_.size() && len <= b_.size() - off; }
-  template <class T>
-  T read(uint64_t off, const char* what) const {
-    if (!has(off, sizeof(T))) bad(cat(what, " at offset ", off, " is outside the ", b_.size(), "-byte object"));
-    T v;
-    std::memcpy(&v, b_.data() + off, sizeof(T));
-    return v;
-  }
-  const uint8_t* at(uint64_t off) const { return b_.data() + off; }
-
- private:
-  std::span<const uint8_t> b_;
-};
-
-// A string from a string table section, which must be NUL-terminated inside the section.
-std::string_view table_string(const Bytes& bytes, const Elf64_Shdr& strtab, uint32_t offset, const char* what) {
-  if (offset >= strtab.sh_size) bad(cat(what, " name offset ", offset, " is outside its string table"));
-  const char* begin = reinterpret_cast<const char*>(bytes.at(strtab.sh_offset + offset));
-  const size_t max = strtab.sh_size - offset;
-  const void* nul = std::memchr(begin, 0, max);
-  if (!nul) bad(cat(what, " name at offset ", offset, " is not NUL-terminated"));
-  return {begin, static_cast<size_t>(static_cast<const char*>(nul) - begin)};
-}
 
 const char* reloc_name(uint32_t type) {
   switch (type) {
@@ -81,8 +55,9 @@ bool is_pc_relative_call(uint32_t type) { return type == R_X86_64_PLT32 || type 
 enum Group { kCode, kConst, kData, kGroups };
 
 struct Loader {
-  Bytes bytes;
-  std::vector<Elf64_Shdr> sections;
+  elf64::Bytes bytes;
+  std::optional<elf64::Sections> elf;  // the checked section header table (read_headers)
+  std::vector<Elf64_Shdr> sections;    // its headers, by index
   std::vector<uint64_t> placed;  // section index -> offset in the image, or kNotLaidOut
   uint32_t symtab_index = 0;
   std::vector<Elf64_Sym> symbols;
@@ -95,28 +70,17 @@ struct Loader {
   uint64_t group_begin[kGroups + 1] = {};
   uint64_t got_offset = 0, stubs_offset = 0;
 
-  explicit Loader(std::span<const uint8_t> object) : bytes(object) {}
+  explicit Loader(std::span<const uint8_t> object) : bytes(object, kBad) {}
 
   void read_headers() {
-    const auto eh = bytes.read<Elf64_Ehdr>(0, "ELF header");
-    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) bad("no ELF magic");
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64) bad("not a 64-bit object");
-    if (eh.e_ident[EI_DATA] != ELFDATA2LSB) bad("not little endian");
+    const Elf64_Ehdr eh = elf64::read_header(bytes);
     if (eh.e_ident[EI_VERSION] != EV_CURRENT) bad("unknown ELF version");
     if (eh.e_type != ET_REL) bad(cat("e_type ", eh.e_type, " is not ET_REL (a relocatable object)"));
     if (eh.e_machine != EM_X86_64) bad(cat("e_machine ", eh.e_machine, " is not x86-64"));
-    if (eh.e_shentsize != sizeof(Elf64_Shdr)) bad(cat("section header size ", eh.e_shentsize));
-    if (eh.e_shnum == 0 || eh.e_shnum >= SHN_LORESERVE) bad(cat("section count ", eh.e_shnum));
-    if (!bytes.has(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr)))
-      bad(cat("section headers (", eh.e_shnum, " at offset ", eh.e_shoff, ") run past the end of the object"));
-    if (eh.e_shstrndx >= eh.e_shnum) bad(cat("section name table index ", eh.e_shstrndx));
-
-    sections.resize(eh.e_shnum);
-    for (uint32_t i = 0; i < eh.e_shnum; ++i) {
-      Elf64_Shdr& s = sections[i];
-      s = bytes.read<Elf64_Shdr>(eh.e_shoff + uint64_t{i} * sizeof(Elf64_Shdr), "section header");
-      if (s.sh_type != SHT_NOBITS && s.sh_type != SHT_NULL && !bytes.has(s.sh_offset, s.sh_size))
-        bad(cat("section ", i, " (offset ", s.sh_offset, ", size ", s.sh_size, ") runs past the end of the object"));
+    elf.emplace(bytes, eh);
+    sections = elf->headers();
+    for (uint32_t i = 0; i < sections.size(); ++i) {
+      const Elf64_Shdr& s = sections[i];
       if (s.sh_addralign > kPage || (s.sh_addralign & (s.sh_addralign - 1)) != 0)
         bad(cat("section ", i, " alignment ", s.sh_addralign));
       if ((s.sh_flags & SHF_ALLOC) && (s.sh_flags & SHF_WRITE) && (s.sh_flags & SHF_EXECINSTR))
@@ -129,19 +93,12 @@ struct Loader {
     for (uint32_t i = 0; i < sections.size(); ++i)
       if (sections[i].sh_type == SHT_SYMTAB) symtab_index = i, ++found;
     if (found != 1) bad(cat(found, " symbol tables (expected 1)"));
-    const Elf64_Shdr& st = sections[symtab_index];
-    if (st.sh_entsize != sizeof(Elf64_Sym) || st.sh_size % sizeof(Elf64_Sym) != 0)
-      bad(cat("symbol table entry size ", st.sh_entsize, " / table size ", st.sh_size));
-    if (st.sh_link >= sections.size() || sections[st.sh_link].sh_type != SHT_STRTAB)
-      bad(cat("symbol table string table index ", st.sh_link));
-    const Elf64_Shdr& strtab = sections[st.sh_link];
-
-    const uint64_t count = st.sh_size / sizeof(Elf64_Sym);
-    symbols.resize(count);
-    symbol_names.resize(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      symbols[i] = bytes.read<Elf64_Sym>(st.sh_offset + i * sizeof(Elf64_Sym), "symbol");
-      symbol_names[i] = table_string(bytes, strtab, symbols[i].st_name, "symbol");
+    const elf64::Symbols table = elf->symbols(symtab_index);
+    symbols.resize(table.size());
+    symbol_names.resize(table.size());
+    for (uint64_t i = 0; i < table.size(); ++i) {
+      symbols[i] = table[i];
+      symbol_names[i] = table.name(i);
     }
   }
 
@@ -156,11 +113,8 @@ struct Loader {
       if (!(target.sh_flags & SHF_ALLOC)) continue;  // debug info and the like: not loaded, not relocated
       if (rs.sh_type == SHT_REL) bad(cat("relocation section ", i, " is SHT_REL (x86-64 uses RELA)"));
       if (rs.sh_link != symtab_index) bad(cat("relocation section ", i, " uses symbol table ", rs.sh_link));
-      if (rs.sh_entsize != sizeof(Elf64_Rela) || rs.sh_size % sizeof(Elf64_Rela) != 0)
-        bad(cat("relocation section ", i, " entry size ", rs.sh_entsize));
       if (target.sh_type == SHT_NOBITS) bad(cat("relocation section ", i, " patches a NOBITS section"));
-      for (uint64_t off = 0; off < rs.sh_size; off += sizeof(Elf64_Rela)) {
-        const auto r = bytes.read<Elf64_Rela>(rs.sh_offset + off, "relocation");
+      for (const Elf64_Rela& r : elf->relocations(i)) {
         if (ELF64_R_SYM(r.r_info) >= symbols.size())
           bad(cat("relocation in section ", i, " names symbol ", ELF64_R_SYM(r.r_info), " of ", symbols.size()));
         fn(rs.sh_info, r);
@@ -395,7 +349,7 @@ ElfImage ElfImage::load(std::span<const uint8_t> object) {
   for (uint32_t i = 0; i < ld.sections.size(); ++i) {
     const Elf64_Shdr& s = ld.sections[i];
     if (ld.placed[i] != kNotLaidOut && s.sh_type != SHT_NOBITS)
-      std::memcpy(image + ld.placed[i], ld.bytes.at(s.sh_offset), s.sh_size);
+      std::memcpy(image + ld.placed[i], ld.elf->contents(i).data(), s.sh_size);
   }
   ld.resolve_symbols(reinterpret_cast<uint64_t>(image));
   ld.write_got_and_stubs(image);

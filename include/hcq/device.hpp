@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hcq/capture.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/program.hpp"
@@ -102,6 +103,17 @@ class Device {
   // As above with an explicit timeout instead of HCQ_WAIT_TIMEOUT_MS.
   void wait_signal(const Signal& s, uint64_t value, std::chrono::milliseconds timeout) const;
 
+  // ---- capture (include/hcq/capture.hpp): this device's last submissions, kept always for hang bundles, and its
+  // architecture name as the decoders take it (info().arch, read once).
+  capture::Recent& recent_ring() const { return recent_; }
+  // The last submissions, oldest first, with device name and arch filled in.
+  std::vector<capture::Submission> recent_submissions() const;
+  const std::string& capture_arch() const;
+  // For hang bundles: what each hardware ring holds between its read and write pointers (see capture::RingDump;
+  // device and arch are filled in by the caller). Called on the error path while queues may still submit; must
+  // not throw for a ring it cannot read (say so in an empty dump instead) and must not wait.
+  virtual std::vector<capture::RingDump> pending_rings() const { return {}; }
+
  protected:
   explicit Device(std::string name);
   // Subclasses call this at the end of their constructor (it allocates through the backend). A null allocator is
@@ -112,6 +124,10 @@ class Device {
   // it: by then the subclass's free_memory() is gone. Idempotent.
   void shutdown_runtime() noexcept;
   void note_alloc(int64_t delta) { bytes_in_use_ += static_cast<uint64_t>(delta); }
+  // For backends that learn of faults by looking (a channel's error notifier) rather than by an event: called while
+  // a wait on this device sleeps (about every millisecond), when it times out, and by synchronize(). A non-null
+  // result becomes the sticky error (record_error) and ends the wait. Must be cheap and thread-safe.
+  virtual std::exception_ptr poll_fault() const { return nullptr; }
 
  private:
   friend class HWQueue;
@@ -129,6 +145,9 @@ class Device {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<SidePool> side_;
   uint64_t bytes_in_use_ = 0;
+  mutable capture::Recent recent_;
+  mutable std::once_flag arch_once_;
+  mutable std::string arch_;
 };
 
 }  // namespace hcq

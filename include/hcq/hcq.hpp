@@ -6,6 +6,7 @@
 #include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "hcq/graph.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/memory.hpp"

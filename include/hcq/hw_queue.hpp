@@ -57,6 +57,9 @@ class HWQueue {
   HWQueue& write(Sym addr, Sym value, Width width = Width::b32);
   // Block until the 32-bit word at addr has every bit of mask set (set=true) or clear (set=false).
   HWQueue& poll_bit(Sym addr, uint32_t mask, bool set);
+  // Append command words verbatim, unchecked: for replaying captured or hand-written streams (hcq-dump replay).
+  // The device decides what they mean; bad words end in a device fault or a timeout, never in a host crash.
+  HWQueue& raw(std::span<const uint32_t> words);
 
   // Copy the built words into device memory so that submit only patches and points the ring at them.
   HWQueue& bind();
@@ -71,6 +74,8 @@ class HWQueue {
   size_t num_commands() const { return num_commands_; }
   std::span<const uint32_t> words() const { return words_; }
   const PatchList& patches() const { return patches_; }
+  // A number unique among this process's queues, for captures and hang bundles.
+  uint32_t id() const { return id_; }
 
  protected:
   HWQueue(Device& dev, QueueKind kind);
@@ -85,6 +90,8 @@ class HWQueue {
   virtual void encode_memory_barrier() = 0;
   virtual void encode_write(Sym addr, Sym value, Width width) = 0;
   virtual void encode_poll_bit(Sym addr, uint32_t mask, bool set) = 0;
+  // raw(): appends the words; a backend that tracks packet boundaries overrides it to mark one first.
+  virtual void encode_raw(std::span<const uint32_t> words) { words_.insert(words_.end(), words.begin(), words.end()); }
   // Copy words_ into device memory and return where they now live (host pointer), or throw.
   virtual std::byte* bind_words(std::span<const uint32_t> words) = 0;
   // Hand the (patched) commands to the hardware: copy words into the ring, or point the ring at the bound copy,
@@ -123,6 +130,7 @@ class HWQueue {
   bool bound_ = false;
   bool finalized_ = false;
   size_t num_commands_ = 0;
+  uint32_t id_;
   bool tracked_ = false;     // bound or patches side memory: resubmits must know when the last one finished
   uint64_t seq_ = 0;         // submissions so far
   OwnedSignal completion_;  // value = number of the last submission the device finished (only when tracked_)

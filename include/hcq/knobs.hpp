@@ -17,11 +17,19 @@ std::chrono::milliseconds wait_timeout();
 bool assert_compile();
 // HCQ_CACHE_DIR, else $XDG_CACHE_HOME/hcq, else $HOME/.cache/hcq.
 std::string cache_dir();
-// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256).
+// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256; 1.5 under AddressSanitizer, see
+// hcq/va_layout.hpp).
 uint64_t va_size_bytes();
 // HCQ_CPU_THREADS: worker threads per CPU device for kernels (default: number of cores).
 unsigned cpu_threads();
 // HCQ_CC: the C compiler the CPU device uses (default: clang-19, else clang).
 std::string cpu_cc();
+// HCQ_DUMP: "1" = capture every submission and allocation to ./hcq-capture-<pid>.jsonl, any other text = to that
+// path; unset, empty or "0" = off (nullopt). Read once, when the capture file is first needed (hcq/capture.cpp).
+std::optional<std::string> dump();
+// HCQ_BUNDLE_DIR: where hang bundles go (default ${TMPDIR:-/tmp}/hcq-bundles); "off" writes none. At each bundle.
+std::string bundle_dir();
+// HCQ_BUNDLE_MAX: hang bundles one process writes at most (default 16, capped at 2^20). At each bundle.
+unsigned bundle_max();
 
 }  // namespace hcq::knobs

@@ -2,6 +2,7 @@
 // Names: CPU[:n], AMD[:n], NV[:n], SIM-AMD:<gfx target>, SIM-NV:<arch>, CUDA[:n].
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,23 @@ std::vector<std::string> simulated_devices();
 
 // Why a known device kind is absent here: {name pattern, reason}. Empty reason means it opened.
 std::vector<std::pair<std::string, std::string>> probe_report();
+
+// A GPU on the PCI bus that no backend exposes, and why ("amdgpu not loaded (modprobe amdgpu)").
+struct UnusableGpu {
+  std::string pci_address;    // "0000:03:00.0"
+  std::string vendor;         // "AMD", "NVIDIA"
+  uint16_t vendor_id = 0, device_id = 0;
+  std::string kernel_driver;  // the driver bound to it; empty: none
+  std::string reason;
+};
+struct PciGpuReport {
+  std::vector<UnusableGpu> unusable;  // in PCI order
+  std::string scan_problem;           // non-empty: the PCI bus could not be enumerated here (libpciaccess), so
+                                      // `unusable` being empty says nothing
+};
+// Scans the PCI bus for AMD and NVIDIA GPUs and says, for each that no backend exposes, why. Opens nothing but
+// the device nodes it checks (and closes them). For `hcq info`.
+PciGpuReport pci_gpu_report();
 
 // Closes every open device (synchronizing first). Called at exit; callable by tests.
 void close_all_devices();

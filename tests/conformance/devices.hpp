@@ -14,7 +14,8 @@ struct ConformanceDevice {
   std::optional<std::string> peer;  // a second device of the same kind for cross-device tests, if there is one
 };
 
-// Every device the suite is instantiated on.
+// Every device the suite is instantiated on: the CPU and simulated devices, then any real GPUs named in
+// HCQ_CONFORMANCE_DEVICES ("NV:0,AMD:0+AMD:1": name[+peer], comma-separated; see devices.cpp and docs/hw-tests.md).
 const std::vector<ConformanceDevice>& conformance_devices();
 std::vector<std::string> conformance_device_names();
 const ConformanceDevice& conformance_device(const std::string& name);

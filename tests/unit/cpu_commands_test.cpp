@@ -376,7 +376,7 @@ TEST(CpuRegistry, NamesAndInstances) {
 
   EXPECT_THROW(open_device("AMD"), UnsupportedDriver);
   EXPECT_THROW(open_device("NV:1"), UnsupportedDriver);
-  EXPECT_THROW(open_device("SIM-NV:hopper"), UnsupportedDriver);
+  EXPECT_THROW(open_device("SIM-NV:volta"), InvalidArgument);  // not a simulated architecture
   EXPECT_THROW(open_device("CUDA"), UnsupportedDriver);
   for (const char* bad : {"TPU", "CPU:x", "CPU:", "CPU:-1", "SIM-NV", "SIM-AMD:", ""}) {
     if (std::string(bad).empty()) continue;  // empty is "the default device"
