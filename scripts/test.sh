@@ -3,6 +3,7 @@
 #   1. release build, warnings as errors (build/)        -> every test
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
+#   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
 # and ends with one line "N passed, N failed", summed over every run; the exit status is non-zero on any failure.
 #
 # usage: scripts/test.sh [--quick]      --quick: only step 1
@@ -15,7 +16,7 @@ case "${1:-}" in
   "") ;;
   --quick) quick=1 ;;
   -h | --help)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -37,6 +38,8 @@ run_timeout=${HCQ_TEST_TIMEOUT:-900}
 # The AMD tests (queues, programs, the simulated KFD and the packet engines) run simulator threads per queue.
 TSAN_FILTER='*Conformance*:Cpu*:*Signal*:*Queue*:*Timeline*:Buffer.*:DeviceShutdown*:LruCache.Concurrent*'
 TSAN_FILTER+=':*Amd*:*Sdma*:*Pm4*:*Aql*:*Engine*'
+# Live capture's seqlock: snapshots taken while threads submit.
+TSAN_FILTER+=':CaptureRecent*'
 
 # Sanitizer reports stop the run at once, with a stack. Options the caller set come last, so they win.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
@@ -45,6 +48,14 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TS
 
 # The compile cache is shared by every run of the suite, and kept away from the user's own (.cache/ is ignored).
 export HCQ_CACHE_DIR="${HCQ_CACHE_DIR:-$PWD/.cache/hcq-test}"
+
+# Hang bundles from the suite's timeouts and faults (and from anything else it runs) go to one temporary directory,
+# removed at exit, unless the caller chose a place (docs/knobs.md).
+if [[ -z "${HCQ_BUNDLE_DIR:-}" ]]; then
+  HCQ_BUNDLE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hcq-test-bundles-XXXXXX")
+  export HCQ_BUNDLE_DIR
+  trap 'rm -rf "$HCQ_BUNDLE_DIR"' EXIT
+fi
 
 total_passed=0
 total_failed=0
@@ -161,5 +172,8 @@ if [[ $quick -eq 0 ]]; then
   step asan+ubsan build-asan "${sanitizer_build[@]}" -Db_sanitize=address,undefined --
   step tsan build-tsan "${sanitizer_build[@]}" -Db_sanitize=thread -- \
     --gtest_filter="$TSAN_FILTER"
+  # The command-stream decoders' libFuzzer targets (clang only), a few seconds each: a crash found counts as a failure.
+  echo "== fuzz: decoders (tests/dump/run_fuzzers.sh)"
+  if tests/dump/run_fuzzers.sh 4; then total_passed=$((total_passed + 1)); else total_failed=$((total_failed + 1)); fi
 fi
 summary_and_exit

@@ -4,6 +4,8 @@
 //                bound queue resubmitted with the timeline values patched: the path a replayed graph takes.
 //   enqueue_ns   host cost per command: (a) building a fresh queue and submitting it, (b) resubmitting a bound
 //                queue with every variable changed. Completion is awaited outside the timed region.
+//   encode_ns    host time to build (not submit) one complete kernel launch, wait + memory_barrier + exec + signal,
+//                on a fresh queue each time (creating it included); median over batches (issues 3 and 4: <= 200 ns).
 //   copy_gbps    64 MiB host->device, device->host, device->device through Buffer and the device's allocator,
 //                next to memcpy_gbps: a plain host memcpy of the same size in the same run, the yardstick.
 #include <array>
@@ -18,8 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_graph.hpp"
 #include "bench_kernels.hpp"
 #include "commands.hpp"
+#include "cuda_compare.hpp"
 #include "format.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/compiler.hpp"
@@ -42,12 +46,18 @@ constexpr const char* kBenchHelp =
     "               (launch_bound_us: the same through a bound queue with patched timeline values)\n"
     "  enqueue_ns   host cost per command: fresh queue (build + submit), bound queue resubmitted with patched\n"
     "               variables\n"
+    "  encode_ns    host time to build one complete launch (wait + memory_barrier + exec + signal) on a fresh\n"
+    "               queue, not submitted\n"
     "  copy_gbps    64 MiB h2d, d2h, d2d through Buffer, each beside memcpy_gbps (host memcpy, same run)\n"
+    "  graph        host time of one replay of an N-kernel graph with changed input addresses: per_kernel_ns and\n"
+    "               fixed_us (fitted over N = 16 and 256), beside eager_per_kernel_ns for the same calls\n"
+    "  cuda_launch_us on a real NVIDIA GPU (NV:n) with libcuda.so.1: CUDA's cuLaunchKernel + cuStreamSynchronize of\n"
+    "               the same cubin, timed like launch_us in the same run (absent elsewhere; the table says why)\n"
     "Targets (issue 2) are printed beside the numbers.\n"
     "\n"
     "  --device D   only device D (e.g. CPU, CPU:1)\n"
     "  --json       one JSON document: {\"devices\": [{\"name\", \"launch_us\", \"launch_bound_us\", \"enqueue_ns\",\n"
-    "               \"copy_gbps\", \"memcpy_gbps\", \"errors\"}]}\n"
+    "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"errors\"}]}\n"
     "  --quick      fewer repetitions (a smoke test, not a measurement)\n"
     "\n"
     "exit status: 0 all measured, 1 some device or measurement failed (the others are still reported),\n"
@@ -60,6 +70,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kCpuLaunchMedianTargetUs = 2.0;
 constexpr double kBoundEnqueueTargetNs = 50.0;
 constexpr double kCopyToMemcpyTarget = 0.80;
+// Target from issues 3 and 4 (AMD, NVIDIA): one complete launch encoded in at most this much host time.
+constexpr double kEncodeTargetNs = 200.0;
+// Targets from issue 5 (graph replay).
+constexpr double kGraphPerKernelTargetNs = 50.0;
+constexpr double kGraphFixedTargetUs = 2.0;
+constexpr double kGraphEagerRatioTarget = 20.0;
 
 struct Config {
   int launch_warmup = 500;
@@ -69,6 +85,7 @@ struct Config {
   int execs_per_queue = 64;
   int copy_runs = 21;  // a 64 MiB copy takes milliseconds: enough runs for a stable median
   uint64_t copy_bytes = 64ull << 20;
+  GraphBenchConfig graph;
 
   static Config quick() {
     Config c;
@@ -77,6 +94,8 @@ struct Config {
     c.enqueue_warmup = 5;
     c.enqueue_runs = 30;
     c.copy_runs = 2;
+    c.graph.warmup = 5;
+    c.graph.runs = 40;
     return c;
   }
 };
@@ -87,7 +106,11 @@ struct DeviceResult {
   double launch_median_us = kNaN, launch_p99_us = kNaN;
   double launch_bound_median_us = kNaN, launch_bound_p99_us = kNaN;
   double enqueue_fresh_ns = kNaN, enqueue_bound_ns = kNaN;
+  double encode_ns = kNaN;
   double h2d_gbps = kNaN, d2h_gbps = kNaN, d2d_gbps = kNaN, memcpy_gbps = kNaN;
+  GraphBenchResult graph{kNaN, kNaN, kNaN};
+  std::optional<CudaLaunchResult> cuda_launch;  // CUDA's launch of the same cubin (real NVIDIA GPUs only)
+  std::string cuda_unavailable;                 // why cuda_launch is absent, when that is not an error
   std::vector<std::string> errors;  // "<measurement>: <message>"
 };
 
@@ -100,6 +123,7 @@ double gbps(uint64_t bytes, double us) { return static_cast<double>(bytes) / (us
 struct BenchPrograms {
   std::unique_ptr<Program> empty;
   std::unique_ptr<Program> args;  // one buffer, one value
+  std::vector<uint8_t> empty_binary;  // what `empty` was loaded from: the CUDA comparison loads the same image
 };
 
 BenchPrograms load_programs(Device& dev, const std::string& interface) {
@@ -110,7 +134,8 @@ BenchPrograms load_programs(Device& dev, const std::string& interface) {
   }
   Compiler& compiler = dev.compiler();
   BenchPrograms p;
-  p.empty = dev.load_program(BenchKernels::kEmptyName, compiler.compile_cached(kernels->empty_source));
+  p.empty_binary = compiler.compile_cached(kernels->empty_source);
+  p.empty = dev.load_program(BenchKernels::kEmptyName, p.empty_binary);
   p.args = dev.load_program(BenchKernels::kArgsName, compiler.compile_cached(kernels->args_source));
   return p;
 }
@@ -208,6 +233,36 @@ void measure_enqueue_bound(Device& dev, const Program& args_program, std::array<
   r.enqueue_bound_ns = median(per_command_ns);
 }
 
+// One complete launch built on a fresh queue and never submitted: wait, memory_barrier, exec of the one-buffer,
+// one-value kernel with constant operands, signal. Queues are built in batches (one clock read per batch instead of
+// per ~200 ns queue) and destroyed outside the timed region; the synchronize between batches lets the side memory
+// the destroyed queues held be reused, as it is in a steady stream of eager launches.
+void measure_encode(Device& dev, const Program& args_program, uint64_t buffer_va, const Config& cfg,
+                    DeviceResult& r) {
+  constexpr int kBatch = 32;
+  const LaunchArgs args{{Sym(buffer_va)}, {Sym(7)}};
+  std::vector<std::unique_ptr<HWQueue>> queues;
+  queues.reserve(kBatch);
+  std::vector<double> per_launch_ns;
+  for (int i = 0; i < cfg.enqueue_warmup + cfg.enqueue_runs; ++i) {
+    const uint64_t value = dev.timeline_value();
+    const auto t0 = Clock::now();
+    for (int k = 0; k < kBatch; ++k) {
+      std::unique_ptr<HWQueue> q = dev.compute_queue();
+      q->wait(dev.timeline_signal(), value - 1)
+          .memory_barrier()
+          .exec(args_program, args, {1, 1, 1}, {1, 1, 1})
+          .signal(dev.timeline_signal(), value);
+      queues.push_back(std::move(q));
+    }
+    const auto t1 = Clock::now();
+    queues.clear();
+    dev.synchronize();
+    if (i >= cfg.enqueue_warmup) per_launch_ns.push_back(elapsed_us(t0, t1) * 1e3 / kBatch);
+  }
+  r.encode_ns = median(per_launch_ns);
+}
+
 void measure_copies(Device& dev, const Config& cfg, DeviceResult& r) {
   const uint64_t n = cfg.copy_bytes;
   // Host memory is touched before timing (the vectors are zero-filled), so no run pays for page faults.
@@ -283,12 +338,23 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
   if (programs) {
     attempt(r, "launch_us", [&] { measure_launch(*dev, *programs->empty, cfg, r); });
     attempt(r, "launch_bound_us", [&] { measure_launch_bound(*dev, *programs->empty, cfg, r); });
+    attempt(r, "cuda_launch_us", [&] {
+      CudaComparison c = compare_cuda_launch(*dev, programs->empty_binary, BenchKernels::kEmptyName,
+                                             cfg.launch_warmup, cfg.launch_runs);
+      r.cuda_launch = std::move(c.measured);
+      r.cuda_unavailable = std::move(c.unavailable);
+    });
     attempt(r, "enqueue_ns", [&] {
       // Two small buffers whose addresses the bound queue alternates between.
       Buffer x(*dev, 4096), y(*dev, 4096);
       measure_enqueue_fresh(*dev, *programs->args, x.va(), cfg, r);
       measure_enqueue_bound(*dev, *programs->args, {x.va(), y.va()}, cfg, r);
     });
+    attempt(r, "encode_ns", [&] {
+      Buffer x(*dev, 4096);
+      measure_encode(*dev, *programs->args, x.va(), cfg, r);
+    });
+    attempt(r, "graph", [&] { r.graph = measure_graph_replay(*dev, *programs->args, cfg.graph); });
   }
   attempt(r, "copy_gbps", [&] { measure_copies(*dev, cfg, r); });
   return r;
@@ -310,6 +376,7 @@ void print_json(const std::vector<DeviceResult>& results) {
         .field("fresh", r.enqueue_fresh_ns)
         .field("bound_patched", r.enqueue_bound_ns)
         .end_object();
+    w.field("encode_ns", r.encode_ns);
     w.key("copy_gbps")
         .begin_object()
         .field("h2d", r.h2d_gbps)
@@ -317,6 +384,22 @@ void print_json(const std::vector<DeviceResult>& results) {
         .field("d2d", r.d2d_gbps)
         .end_object();
     w.field("memcpy_gbps", r.memcpy_gbps);
+    w.key("graph")
+        .begin_object()
+        .field("per_kernel_ns", r.graph.per_kernel_ns)
+        .field("fixed_us", r.graph.fixed_us)
+        .field("eager_per_kernel_ns", r.graph.eager_per_kernel_ns)
+        .end_object();
+    if (r.cuda_launch) {
+      w.key("cuda_launch_us")
+          .begin_object()
+          .field("median", r.cuda_launch->median_us)
+          .field("p99", r.cuda_launch->p99_us)
+          .field("device", r.cuda_launch->device)
+          .end_object();
+    } else if (r.interface == "rm" && !r.cuda_unavailable.empty()) {
+      w.field("cuda_unavailable", r.cuda_unavailable);
+    }
     w.key("errors").begin_array();
     for (const std::string& e : r.errors) w.value(e);
     w.end_array().end_object();
@@ -348,11 +431,19 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
       print_row(r, "launch_us median", fixed(r.launch_median_us, 2));
     }
     print_row(r, "launch_us p99", fixed(r.launch_p99_us, 2));
+    if (r.cuda_launch) {
+      print_row(r, "cuda_launch_us median", fixed(r.cuda_launch->median_us, 2), "(CUDA, same cubin)");
+      print_row(r, "cuda_launch_us p99", fixed(r.cuda_launch->p99_us, 2), r.cuda_launch->device);
+    } else if (!r.cuda_unavailable.empty()) {
+      std::printf("%s%snot measured: %s\n", pad(r.name, 18).c_str(), pad("cuda_launch_us", 26).c_str(),
+                  r.cuda_unavailable.c_str());
+    }
     print_row(r, "launch_bound_us median", fixed(r.launch_bound_median_us, 2));
     print_row(r, "launch_bound_us p99", fixed(r.launch_bound_p99_us, 2));
     print_row(r, "enqueue_ns fresh", fixed(r.enqueue_fresh_ns, 1));
     print_row(r, "enqueue_ns bound_patched", fixed(r.enqueue_bound_ns, 1), "<= 50 ns",
               met(r.enqueue_bound_ns, r.enqueue_bound_ns <= kBoundEnqueueTargetNs));
+    print_row(r, "encode_ns", fixed(r.encode_ns, 1), "<= 200 ns", met(r.encode_ns, r.encode_ns <= kEncodeTargetNs));
     const std::pair<const char*, double> copies[] = {
         {"copy_gbps h2d", r.h2d_gbps}, {"copy_gbps d2h", r.d2h_gbps}, {"copy_gbps d2d", r.d2d_gbps}};
     for (auto [metric, value] : copies) {
@@ -363,6 +454,15 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
       print_row(r, metric, shown, ">= 80% memcpy", met(ratio, ratio >= kCopyToMemcpyTarget));
     }
     print_row(r, "memcpy_gbps", fixed(r.memcpy_gbps, 2), "(yardstick)");
+    print_row(r, "graph per_kernel_ns", fixed(r.graph.per_kernel_ns, 1), "<= 50 ns",
+              met(r.graph.per_kernel_ns, r.graph.per_kernel_ns <= kGraphPerKernelTargetNs));
+    print_row(r, "graph fixed_us", fixed(r.graph.fixed_us, 2), "<= 2 us",
+              met(r.graph.fixed_us, r.graph.fixed_us <= kGraphFixedTargetUs));
+    const double eager_ratio = r.graph.eager_per_kernel_ns / r.graph.per_kernel_ns;
+    std::string eager_shown = fixed(r.graph.eager_per_kernel_ns, 1);
+    if (std::isfinite(eager_ratio)) eager_shown += " (" + fixed(std::floor(eager_ratio), 0) + "x graph)";
+    print_row(r, "graph eager_per_kernel_ns", eager_shown, ">= 20x graph",
+              met(eager_ratio, eager_ratio >= kGraphEagerRatioTarget));
     for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 18).c_str(), e.c_str());
   }
   std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n",

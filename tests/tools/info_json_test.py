@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""`hcq info --json`: the document's shape, which scripts depend on. Usage: info_json_test.py <path to hcq>."""
+import json
+import subprocess
+import sys
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        sys.exit(1)
+
+
+def main():
+    hcq = sys.argv[1]
+    run = subprocess.run([hcq, "info", "--json"], capture_output=True, text=True, timeout=300)
+    check(run.returncode in (0, 1), f"exit status {run.returncode} (0: a device opened, 1: none did)")
+    doc = json.loads(run.stdout)
+    check(set(doc) == {"devices", "unavailable", "pci"}, f"top-level keys {sorted(doc)}")
+
+    device_fields = {"name": str, "interface": str, "arch": str, "memory_bytes": int, "compute_queues": int,
+                     "copy_queues": int, "driver_version": str}
+    check(isinstance(doc["devices"], list), "devices is a list")
+    check((run.returncode == 0) == bool(doc["devices"]), "exit status 0 exactly when a device is listed")
+    for d in doc["devices"]:
+        check(set(d) == set(device_fields), f"device keys {sorted(d)}")
+        for k, t in device_fields.items():
+            check(isinstance(d[k], t), f"device {d.get('name')}: {k} is {t.__name__}")
+    for u in doc["unavailable"]:
+        check(set(u) == {"device", "reason"} and all(isinstance(v, str) and v for v in u.values()),
+              f"unavailable entry {u}")
+
+    pci = doc["pci"]
+    check(set(pci) == {"scan_problem", "unusable"}, f"pci keys {sorted(pci)}")
+    check(pci["scan_problem"] is None or (isinstance(pci["scan_problem"], str) and pci["scan_problem"]),
+          "pci.scan_problem is null or a non-empty string")
+    if pci["scan_problem"] is not None:
+        check(pci["unusable"] == [], "no PCI findings when the bus could not be scanned")
+    gpu_fields = {"pci_address": str, "vendor": str, "vendor_id": int, "device_id": int, "kernel_driver": str,
+                  "reason": str}
+    for g in pci["unusable"]:
+        check(set(g) == set(gpu_fields), f"pci.unusable keys {sorted(g)}")
+        for k, t in gpu_fields.items():
+            check(isinstance(g[k], t), f"pci.unusable {g.get('pci_address')}: {k} is {t.__name__}")
+        check(g["vendor_id"] in (0x1002, 0x10DE), f"vendor_id {g['vendor_id']:#x} is AMD or NVIDIA")
+        check(g["reason"] != "", "a reason is given")
+
+    # The table says the same: the scan problem, and one line per unusable GPU.
+    table = subprocess.run([hcq, "info"], capture_output=True, text=True, timeout=300).stdout
+    check((pci["scan_problem"] is not None) == ("PCI scan: " in table), "the table reports the scan problem")
+    for g in pci["unusable"]:
+        check(g["pci_address"] in table and g["reason"] in table, f"the table lists {g['pci_address']}")
+    print(f"ok: {len(doc['devices'])} devices, {len(doc['unavailable'])} unavailable, "
+          f"{len(pci['unusable'])} unusable on PCI, scan_problem={pci['scan_problem']!r}")
+
+
+if __name__ == "__main__":
+    main()
