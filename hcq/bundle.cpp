@@ -17,6 +17,7 @@
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
+#include "json_text.hpp"
 
 namespace hcq::bundle {
 namespace {
@@ -42,22 +43,11 @@ std::string safe_name(std::string_view s) {
 
 // "key":"value", escaped as the capture writer escapes.
 std::string str_member(std::string_view key, std::string_view value) {
-  std::string out = "\"";
-  out += key;
-  out += "\":\"";
-  for (char c : value) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  std::string out;
+  json_text::append_string(out, key);
+  out += ':';
+  json_text::append_string(out, value);
+  return out;
 }
 
 std::string num_member(std::string_view key, uint64_t v) { return cat("\"", key, "\":", v); }

@@ -7,26 +7,12 @@
 
 #include "hcq/capture.hpp"
 #include "hcq/error.hpp"
+#include "json_text.hpp"
 
 namespace hcq::capture {
 namespace {
 
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
+void json_string(std::string& out, std::string_view s) { json_text::append_string(out, s); }
 
 void member(std::string& out, std::string_view key, std::string_view value) {
   if (out.size() > 1) out += ',';
