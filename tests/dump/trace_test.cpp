@@ -272,6 +272,11 @@ TEST(TracingOs, SimNvBringUpAllocationChannelTeardownInOrder) {
 
 // The shim, through the real `hcq-dump trace` command, on a program issuing KFD, RM and UVM requests to /dev/null.
 TEST(TraceShim, LogsKfdAndRmRequestsOnANonGpuFileDecodedWithEnotty) {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer insists that its runtime comes first in the library list, which a preloaded shim cannot
+  // satisfy: the traced program aborts before main. The release run covers the shim.
+  GTEST_SKIP() << "a preload shim cannot run ahead of the AddressSanitizer runtime";
+#endif
   const std::string build = dump::testing::build_dir();
   ASSERT_FALSE(build.empty()) << "tools/hcq-dump/hcq-dump not built next to the tests";
   const std::string log = dump::testing::write_bytes("shim.log", "");

@@ -60,7 +60,7 @@ void AmdAqlQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
   if (words_bytes + tail_.size() * 4 != 0) {
     st = &take_staging(words_bytes + tail_.size() * 4);
     if (words_bytes) std::memcpy(st->block.host, words_.data(), words_bytes);
-    std::memcpy(st->block.host + words_bytes, tail_.data(), tail_.size() * 4);
+    if (!tail_.empty()) std::memcpy(st->block.host + words_bytes, tail_.data(), tail_.size() * 4);
   }
   const uint64_t words_va = bound() ? bound_.va : (st ? st->block.va : 0);
 
