@@ -226,12 +226,20 @@ void HWQueue::submit(std::span<const uint64_t> vars) {
   ++seq_;  // only once the hardware has it: a failed submit must not leave a wait for a value that never comes
 }
 
+// A constant is emitted as its word(s) directly: what a patch of it would write right away, without the patch
+// list's bookkeeping (this is on every encode).
 void HWQueue::emit_sym32(Sym value, uint8_t shift) {
+  if (value.is_const()) [[likely]] {
+    if (shift >= 64) throw InvalidArgument(cat("patch list: shift ", unsigned{shift}, " >= 64"));
+    return emit(static_cast<uint32_t>(value.add >> shift));
+  }
   emit(0);
   patch_word(words_.size() - 1, value, PatchList::Kind::u32, shift);
 }
 
 void HWQueue::emit_sym64(Sym value) {
+  if (value.is_const()) [[likely]]
+    return emit64(value.add);
   emit64(0);
   patch_word(words_.size() - 2, value, PatchList::Kind::u64);
 }

@@ -8,18 +8,80 @@ namespace {
 
 using namespace pm4;
 
-// A field of a layout, by name, resolved once per layout (the names are checked by the round-trip tests).
+// A field of a layout, by name (the names are checked by the round-trip tests). A lookup is a scan with string
+// compares, so the encoders below resolve each field once (per layout, or per target) rather than per packet.
 const Field& F(const Layout& l, std::string_view name) { return *l.find(name); }
+
+// Fields of the target-independent layouts, resolved on first use.
+struct FixedFields {
+  Field wrm_mem_function, wrm_mem_mem_space, wrm_mem_operation, wrm_mem_engine_sel, wrm_mem_poll_interval;
+  Field wrm_reg_function, wrm_reg_mem_space, wrm_reg_operation, wrm_reg_engine_sel, wrm_reg_poll_reg,
+      wrm_reg_write_reg2, wrm_reg_poll_interval;
+  Field ew_event_type, ew_event_index;
+  Field sh_reg_offset;
+  Field ib_size, ib_valid;
+};
+
+const FixedFields& fixed() {
+  static const FixedFields f{
+      F(kWaitRegMemMem, "function"),   F(kWaitRegMemMem, "mem_space"),  F(kWaitRegMemMem, "operation"),
+      F(kWaitRegMemMem, "engine_sel"), F(kWaitRegMemMem, "poll_interval"),
+      F(kWaitRegMemReg, "function"),   F(kWaitRegMemReg, "mem_space"),  F(kWaitRegMemReg, "operation"),
+      F(kWaitRegMemReg, "engine_sel"), F(kWaitRegMemReg, "poll_reg"),   F(kWaitRegMemReg, "write_reg2"),
+      F(kWaitRegMemReg, "poll_interval"),
+      F(kEventWrite, "event_type"),    F(kEventWrite, "event_index"),
+      F(kSetShReg, "reg_offset"),
+      F(kIndirectBuffer, "ib_size"),   F(kIndirectBuffer, "valid"),
+  };
+  return f;
+}
+
+// What the per-target packets need, derived from the target's tables once. Kept per thread for the last target
+// seen: a process drives one or a few targets, and a one-entry cache needs no lock.
+struct TargetFields {
+  const Target* target = nullptr;
+  uint32_t release_word1 = 0;         // RELEASE_MEM event_type | event_index (end of pipe), without cache bits
+  Field release_dst_sel, release_int_sel, release_data_sel;
+  uint32_t acquire_size_hi = 0;       // ACQUIRE_MEM coher_size_hi: all ones within its field
+  const Field* num_thread_full = nullptr;  // COMPUTE_NUM_THREAD_X/Y/Z num_thread_full
+  uint32_t initiator = 0;             // DISPATCH_INITIATOR compute_shader_en | force_start_at_000
+  uint32_t initiator_w32 = 0;         // DISPATCH_INITIATOR cs_w32_en (0 where the register has none)
+};
+
+const TargetFields& target_fields(const Target& t) {
+  thread_local TargetFields c;
+  if (c.target == &t) [[likely]]
+    return c;
+  TargetFields n;
+  if (const Layout* rel = t.pm4->release_mem) {
+    n.release_word1 = F(*rel, "event_type").place(CACHE_FLUSH_AND_INV_TS_EVENT) |
+                      F(*rel, "event_index").place(kEventIndexEndOfPipe);
+    n.release_dst_sel = F(*rel, "dst_sel");
+    n.release_int_sel = F(*rel, "int_sel");
+    n.release_data_sel = F(*rel, "data_sel");
+  }
+  if (const Layout* acq = t.pm4->acquire_mem) n.acquire_size_hi = F(*acq, "coher_size_hi").mask();
+  if (const Register* r = t.regs->find(t.cregs.num_thread_x)) n.num_thread_full = &r->fields[0];
+  if (const Register* r = t.regs->find(t.cregs.dispatch_initiator)) {
+    for (const Field& f : r->fields) {
+      if (f.name == "compute_shader_en" || f.name == "force_start_at_000") n.initiator |= f.place(1);
+      if (f.name == "cs_w32_en") n.initiator_w32 |= f.place(1);
+    }
+  }
+  n.target = &t;
+  c = n;
+  return c;
+}
 
 }  // namespace
 
 void Pm4Encoder::release_mem(uint32_t cache_bits, DataSel data_sel, IntSel int_sel, Sym addr, Sym data,
                              uint32_t ctxid) {
   const Layout& l = *t_.pm4->release_mem;
+  const TargetFields& tf = target_fields(t_);
   w_.u32(header(RELEASE_MEM, l.words - 1));
-  w_.u32(F(l, "event_type").place(CACHE_FLUSH_AND_INV_TS_EVENT) | F(l, "event_index").place(kEventIndexEndOfPipe) |
-         cache_bits);
-  w_.u32(F(l, "dst_sel").place(0) | F(l, "int_sel").place(int_sel) | F(l, "data_sel").place(data_sel));
+  w_.u32(tf.release_word1 | cache_bits);
+  w_.u32(tf.release_dst_sel.place(0) | tf.release_int_sel.place(int_sel) | tf.release_data_sel.place(data_sel));
   w_.sym64(addr);
   w_.sym64(data);
   w_.u32(ctxid);
@@ -30,7 +92,7 @@ void Pm4Encoder::acquire_mem(uint32_t cache_control) {
   w_.u32(header(ACQUIRE_MEM, l.words - 1));
   // Whole address space: size all ones within the field widths. tinygrad writes 0xffffffff into COHER_SIZE_HI, whose
   // field is 8 bits (nvd.h PACKET3_ACQUIRE_MEM__COHER_SIZE_HI & 0xFF); we follow the header and write 0xff.
-  const uint32_t size_hi = F(l, "coher_size_hi").mask();
+  const uint32_t size_hi = target_fields(t_).acquire_size_hi;
   if (t_.pm4->acquire_has_gcr) {
     w_.u32(0);  // CP_COHER_CNTL: unused when GCR_CNTL is given
     w_.u32(0xffffffffu);
@@ -49,13 +111,14 @@ void Pm4Encoder::acquire_mem(uint32_t cache_control) {
 
 void Pm4Encoder::wait_reg_mem(WaitFunction fn, Sym addr, Sym ref, uint32_t mask, uint32_t poll_interval) {
   const Layout& l = kWaitRegMemMem;
+  const FixedFields& f = fixed();
   w_.u32(header(WAIT_REG_MEM, l.words - 1));
-  w_.u32(F(l, "function").place(fn) | F(l, "mem_space").place(1) | F(l, "operation").place(0) |
-         F(l, "engine_sel").place(0));
+  w_.u32(f.wrm_mem_function.place(fn) | f.wrm_mem_mem_space.place(1) | f.wrm_mem_operation.place(0) |
+         f.wrm_mem_engine_sel.place(0));
   w_.sym64(addr);
   w_.sym32(ref);
   w_.u32(mask);
-  w_.u32(F(l, "poll_interval").place(poll_interval));
+  w_.u32(f.wrm_mem_poll_interval.place(poll_interval));
 }
 
 void Pm4Encoder::hdp_flush() {
@@ -63,25 +126,26 @@ void Pm4Encoder::hdp_flush() {
   // emit_hdp_flush for compute rings (function "equal", poll interval 0x20). tinygrad polls with ">=" against
   // 0xffffffff, which a 12-bit DONE register can only satisfy on a lenient mock; we follow the kernel.
   const Layout& l = kWaitRegMemReg;
+  const FixedFields& f = fixed();
   w_.u32(header(WAIT_REG_MEM, l.words - 1));
-  w_.u32(F(l, "function").place(FN_EQ) | F(l, "mem_space").place(0) | F(l, "operation").place(1) |
-         F(l, "engine_sel").place(0));
-  w_.u32(F(l, "poll_reg").place(t_.hdp_flush_req));
-  w_.u32(F(l, "write_reg2").place(t_.hdp_flush_done));
+  w_.u32(f.wrm_reg_function.place(FN_EQ) | f.wrm_reg_mem_space.place(0) | f.wrm_reg_operation.place(1) |
+         f.wrm_reg_engine_sel.place(0));
+  w_.u32(f.wrm_reg_poll_reg.place(t_.hdp_flush_req));
+  w_.u32(f.wrm_reg_write_reg2.place(t_.hdp_flush_done));
   w_.u32(t_.hdp_flush_mask);
   w_.u32(t_.hdp_flush_mask);
-  w_.u32(F(l, "poll_interval").place(0x20));
+  w_.u32(f.wrm_reg_poll_interval.place(0x20));
 }
 
 void Pm4Encoder::event_write(uint32_t event_type, uint32_t event_index) {
   const Layout& l = kEventWrite;
   w_.u32(header(EVENT_WRITE, l.words - 1));
-  w_.u32(F(l, "event_type").place(event_type) | F(l, "event_index").place(event_index));
+  w_.u32(fixed().ew_event_type.place(event_type) | fixed().ew_event_index.place(event_index));
 }
 
 void Pm4Encoder::set_sh_header(uint32_t reg, uint32_t count) {
   w_.u32(header(SET_SH_REG, count + 1));
-  w_.u32(F(kSetShReg, "reg_offset").place(reg - kShRegBase));
+  w_.u32(fixed().sh_reg_offset.place(reg - kShRegBase));
 }
 
 void Pm4Encoder::signal(Sym addr, Sym value) {
@@ -145,8 +209,8 @@ void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
   w_.u32(a.resource_limits);
 
   // START_X/Y/Z, NUM_THREAD_X/Y/Z, PIPELINESTAT_ENABLE, PERFCOUNT_ENABLE are consecutive.
-  const Register* num_thread = t_.regs->find(r.num_thread_x);
-  const Field& full = num_thread->fields[0];  // num_thread_full
+  const TargetFields& tf = target_fields(t_);
+  const Field& full = *tf.num_thread_full;
   set_sh_header(r.start_x, 8);
   w_.u32(0);
   w_.u32(0);
@@ -156,12 +220,7 @@ void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
   w_.u32(0);
 
   // DISPATCH_DIRECT: workgroup counts, then COMPUTE_DISPATCH_INITIATOR.
-  const Register* init = t_.regs->find(r.dispatch_initiator);
-  uint32_t initiator = 0;
-  for (const Field& f : init->fields) {
-    if (f.name == "compute_shader_en" || f.name == "force_start_at_000") initiator |= f.place(1);
-    if (f.name == "cs_w32_en" && k.wave32) initiator |= f.place(1);
-  }
+  const uint32_t initiator = tf.initiator | (k.wave32 ? tf.initiator_w32 : 0u);
   if (k.wave32 && !t_.wave32) throw InvalidArgument(cat("wave32 kernel on ", t_.name, ", which runs wave64 only"));
   w_.u32(header(DISPATCH_DIRECT, kDispatchDirect.words - 1));
   for (const Sym& g : a.groups) w_.sym32(g);
@@ -172,12 +231,13 @@ void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
 
 void Pm4Encoder::indirect_buffer(Sym addr, uint32_t size_dwords) {
   const Layout& l = kIndirectBuffer;
-  if (size_dwords == 0 || size_dwords > F(l, "ib_size").mask())
+  const FixedFields& f = fixed();
+  if (size_dwords == 0 || size_dwords > f.ib_size.mask())
     throw InvalidArgument(cat("indirect buffer of ", size_dwords, " dwords: the size field holds 1..",
-                              F(l, "ib_size").mask()));
+                              f.ib_size.mask()));
   w_.u32(header(INDIRECT_BUFFER, l.words - 1));
   w_.sym64(addr);
-  w_.u32(F(l, "ib_size").place(size_dwords) | F(l, "valid").place(1));
+  w_.u32(f.ib_size.place(size_dwords) | f.ib_valid.place(1));
 }
 
 void Pm4Encoder::nop(uint32_t total_words) {

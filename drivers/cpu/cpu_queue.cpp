@@ -56,13 +56,22 @@ void CpuQueue::encode_exec(const Program& program, const LaunchArgs& args, const
     kernargs = device().alloc_side(bytes, 16);
     side_.push_back(kernargs);
   }
-  for (size_t i = 0; i < args.bufs.size(); ++i)
-    patches_.add(args.bufs[i],
-                 {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kernargs.host + 8 * i), PatchList::Kind::u64});
-  for (size_t i = 0; i < args.vals.size(); ++i)
-    patches_.add(args.vals[i], {PatchList::kAbsolute,
-                                reinterpret_cast<uint64_t>(kernargs.host + 8 * args.bufs.size() + 4 * i),
-                                PatchList::Kind::u32});
+  // A constant is stored right away (what PatchList::add would do for it); a symbol becomes a patch.
+  auto put = [&](const Sym& v, uint64_t off, PatchList::Kind kind) {
+    std::byte* at = kernargs.host + off;
+    if (v.is_const()) {
+      if (kind == PatchList::Kind::u64) {
+        std::memcpy(at, &v.add, 8);
+      } else {
+        const auto w = static_cast<uint32_t>(v.add);
+        std::memcpy(at, &w, 4);
+      }
+      return;
+    }
+    patches_.add(v, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), kind});
+  };
+  for (size_t i = 0; i < args.bufs.size(); ++i) put(args.bufs[i], 8 * i, PatchList::Kind::u64);
+  for (size_t i = 0; i < args.vals.size(); ++i) put(args.vals[i], 8 * args.bufs.size() + 4 * i, PatchList::Kind::u32);
 
   emit(make_header(Opcode::exec, command_length(Opcode::exec)));
   emit64(cpu_program->handle());

@@ -44,10 +44,23 @@ AmdProgram::~AmdProgram() {
 
 bool AmdProgram::needs_scratch(const Target& t) const {
   if (facts_.info.private_segment_size != 0) return true;
-  const Register* rsrc2 = t.regs->find("COMPUTE_PGM_RSRC2");
-  for (const Field& f : rsrc2->fields)
-    if (f.name == "scratch_en") return f.get(facts_.info.rsrc2) != 0;
-  return false;
+  // The field is looked up by name once per register table (per thread: a one-entry cache needs no lock); this
+  // runs on every exec.
+  struct Cached {
+    const RegisterTable* regs = nullptr;
+    const Field* scratch_en = nullptr;
+  };
+  thread_local Cached c;
+  if (c.regs != t.regs) {
+    const Field* found = nullptr;
+    for (const Field& f : t.regs->find("COMPUTE_PGM_RSRC2")->fields)
+      if (f.name == "scratch_en") {
+        found = &f;
+        break;
+      }
+    c = {t.regs, found};
+  }
+  return c.scratch_en != nullptr && c.scratch_en->get(facts_.info.rsrc2) != 0;
 }
 
 uint32_t AmdProgram::kernarg_bytes() const {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <thread>
+#include <typeinfo>
 
 #include "amd/aql_facts.hpp"
 #include "amd/decode.hpp"
@@ -19,6 +20,11 @@ using Clock = std::chrono::steady_clock;
 
 uint64_t load_ptr(volatile uint64_t* p) {
   return __atomic_load_n(const_cast<uint64_t*>(p), __ATOMIC_ACQUIRE);
+}
+
+// AmdProgram is final, so an exact type compare is enough, and cheaper than a dynamic_cast on every exec.
+const AmdProgram* as_amd(const Program& program) {
+  return typeid(program) == typeid(AmdProgram) ? static_cast<const AmdProgram*>(&program) : nullptr;
 }
 
 }  // namespace
@@ -315,7 +321,7 @@ void AmdPm4Queue::encode_timestamp(Sym signal_addr) {
 AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs& args, const Dims& global,
                                         const Dims& local, bool with_packet, bool grid_at_submit) {
   // HWQueue::exec checked that the program was loaded on this device, and AmdDevice loads only AmdPrograms.
-  const auto* p = dynamic_cast<const AmdProgram*>(&program);
+  const AmdProgram* p = as_amd(program);
   if (p == nullptr)
     throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ", which is not an AMD program"));
   // Scratch first (it may refuse the kernel): grown on this queue's ring before anything is recorded.
@@ -348,16 +354,27 @@ AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs
     l.packet_va = l.side.va;
   }
   l.launch_block = kargs + p->launch_block_offset();
-  auto u32_at = [&](uint64_t off) {
-    return PatchList::Location{PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + off), PatchList::Kind::u32};
+  // A constant is stored right away (what PatchList::add would do for it); a symbol becomes a patch.
+  auto put = [&](const Sym& v, uint64_t off, PatchList::Kind kind) {
+    std::byte* at = kargs + off;
+    if (v.is_const()) {
+      if (kind == PatchList::Kind::u64) {
+        std::memcpy(at, &v.add, 8);
+      } else {
+        const auto w = static_cast<uint32_t>(v.add);
+        std::memcpy(at, &w, 4);
+      }
+      return;
+    }
+    patches_.add(v, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), kind});
   };
-  for (size_t i = 0; i < args.bufs.size(); ++i)
-    patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kargs + 8 * i), PatchList::Kind::u64});
-  for (size_t i = 0; i < args.vals.size(); ++i) patches_.add(args.vals[i], u32_at(8 * args.bufs.size() + 4 * i));
+  for (size_t i = 0; i < args.bufs.size(); ++i) put(args.bufs[i], 8 * i, PatchList::Kind::u64);
+  for (size_t i = 0; i < args.vals.size(); ++i) put(args.vals[i], 8 * args.bufs.size() + 4 * i, PatchList::Kind::u32);
   // The launch block takes each dim as it is (a constant, or a direct patch of its variable): no products.
+  const uint64_t lb = p->launch_block_offset();
   for (uint64_t i = 0; i < 3; ++i) {
-    patches_.add(global[i], u32_at(p->launch_block_offset() + 4 * i));
-    patches_.add(local[i], u32_at(p->launch_block_offset() + 12 + 4 * i));
+    put(global[i], lb + 4 * i, PatchList::Kind::u32);
+    put(local[i], lb + 12 + 4 * i, PatchList::Kind::u32);
   }
   return l;
 }
@@ -365,7 +382,7 @@ AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs
 void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
                               const Dims& local) {
   // A kernel that asks for the dispatch pointer (hand-written IR) gets an AQL-layout packet in side memory.
-  const auto* ap = dynamic_cast<const AmdProgram*>(&program);
+  const AmdProgram* ap = as_amd(program);
   const Launch l = build_launch(program, args, global, local, ap != nullptr && ap->info().dispatch_ptr);
   const KernelInfo& k = l.program->info();
   DispatchArgs a;
@@ -420,20 +437,20 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
   // grid (work-items) = groups * local. Both constant: the product. One symbolic: exact only when the other is a
   // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused,
   // before any patch is recorded.
-  const std::string what = cat(device().name(), ": exec of ", program.name(), ", which reads the dispatch packet");
+  auto what = [&] { return cat(device().name(), ": exec of ", program.name(), ", which reads the dispatch packet"); };
   for (int i = 0; i < 3 && !grid_at_submit; ++i) {
     const Sym& g = global[i];
     const Sym& w = local[i];
     if (g.is_const() && w.is_const()) {
       if (g.add * w.add > 0xffffffffull)
-        throw InvalidArgument(cat(what, ": grid dim ", i, " of ", g.add * w.add, " work-items does not fit 32 bits"));
+        throw InvalidArgument(cat(what(), ": grid dim ", i, " of ", g.add * w.add, " work-items does not fit 32 bits"));
     } else if (!g.is_const() && !w.is_const()) {
-      throw InvalidArgument(cat(what, ": global and local dim ", i, " are both symbolic; the packet's grid size "
+      throw InvalidArgument(cat(what(), ": global and local dim ", i, " are both symbolic; the packet's grid size "
                                 "(their product) cannot be patched"));
     } else {
       const uint64_t c = g.is_const() ? g.add : w.add;
       if (c == 0 || !std::has_single_bit(c) || c > (1u << 16))
-        throw InvalidArgument(cat(what, ": dim ", i, " has a symbolic ", g.is_const() ? "local" : "global",
+        throw InvalidArgument(cat(what(), ": dim ", i, " has a symbolic ", g.is_const() ? "local" : "global",
                                   " size times a constant ", c, ", which is not a power of two: the packet's grid "
                                   "size cannot be patched (use a power-of-two constant or make both constant)"));
     }
