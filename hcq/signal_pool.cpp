@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "hcq/capture.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/os.hpp"
@@ -75,6 +76,12 @@ void SignalPool::grow() {
     throw;
   }
 
+  // A capture annotates signal addresses by this page (every device shares it, so no device is named).
+  Allocation signal_page;
+  signal_page.va = va;
+  signal_page.size = kPageSize;
+  signal_page.host_mapped = true;
+  capture::on_alloc(signal_page, "signals");
   const auto first = static_cast<uint32_t>(pages_.size() * kSlotsPerPage);
   table_[pages_.size()].store(page.get(), std::memory_order_release);
   pages_.push_back(std::move(page));

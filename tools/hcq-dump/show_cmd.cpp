@@ -45,7 +45,9 @@ class AllocMap {
     if (it == m.begin()) return std::nullopt;
     --it;
     if (addr - it->first >= it->second.size) return std::nullopt;
-    return cat(it->second.kind == "side" ? "side#" : "buf#", it->second.id, "+", hex(addr - it->first));
+    const std::string& kind = it->second.kind;
+    const char* prefix = kind == "side" ? "side#" : kind == "signals" ? "signals#" : "buf#";
+    return cat(prefix, it->second.id, "+", hex(addr - it->first));
   }
   std::map<uint64_t, Buf> live_, freed_;
   uint64_t next_ = 0;
