@@ -17,8 +17,7 @@ std::chrono::milliseconds wait_timeout();
 bool assert_compile();
 // HCQ_CACHE_DIR, else $XDG_CACHE_HOME/hcq, else $HOME/.cache/hcq.
 std::string cache_dir();
-// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256; 1.5 under AddressSanitizer, see
-// hcq/va_layout.hpp).
+// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256; placed below 2^40, see hcq/va_layout.hpp).
 uint64_t va_size_bytes();
 // HCQ_CPU_THREADS: worker threads per CPU device for kernels (default: number of cores).
 unsigned cpu_threads();
