@@ -61,17 +61,27 @@ const char* to_string(QueueKind k) {
   return "unknown";
 }
 
-HWQueue::HWQueue(Device& dev, QueueKind kind) : dev_(dev), kind_(kind) {
+HWQueue::HWQueue(Device& dev, QueueKind kind)
+    : words_(VectorCache<uint32_t>::take(kInitialWords)), side_(VectorCache<SideBlock>::take(4)), dev_(dev),
+      kind_(kind) {
   static std::atomic<uint32_t> next_id{0};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
   words_region_ = patches_.add_region(reinterpret_cast<std::byte*>(words_.data()));
 }
 
 HWQueue::~HWQueue() {
+  VectorCache<uint32_t>::give(words_);
+  VectorCache<SideBlock>::give(side_);
   // A submission still in flight will write its completion value; the slot must not reach a new owner before
   // that, so the device keeps the signal until its timeline has passed. Destroying a queue never blocks.
   if (tracked_ && seq_ > 0 && completion_.get().valid() && completion_->value() < seq_)
     dev_.release_after_timeline(std::move(completion_));
+}
+
+void HWQueue::release_side(bool device_done_reading) {
+  if (device_done_reading)
+    for (const SideBlock& b : side_) dev_.free_side(b);
+  side_.clear();
 }
 
 void HWQueue::check_open_for_build() {

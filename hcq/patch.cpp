@@ -15,19 +15,21 @@ constexpr int32_t kMaxVar = 0xffff;  // Var ids are 16-bit
 }  // namespace
 
 uint32_t PatchList::add_region(std::byte* base) {
-  bases_.push_back(base);
-  return static_cast<uint32_t>(bases_.size() - 1);
+  if (num_regions_ == kMaxRegions)
+    throw InvalidArgument(cat("patch list: more than ", kMaxRegions - 1, " regions"));
+  bases_[num_regions_] = base;
+  return num_regions_++;
 }
 
 void PatchList::set_base(uint32_t region, std::byte* base) {
-  if (region == kAbsolute || region >= bases_.size())
-    throw InvalidArgument(cat("patch list: set_base of unknown region ", region, " (", bases_.size() - 1,
+  if (region == kAbsolute || region >= num_regions_)
+    throw InvalidArgument(cat("patch list: set_base of unknown region ", region, " (", num_regions_ - 1,
                               " regions registered)"));
   bases_[region] = base;
 }
 
 void PatchList::add(Sym value, Location where) {
-  if (where.region >= bases_.size())
+  if (where.region >= num_regions_)
     throw InvalidArgument(cat("patch list: unknown region ", where.region));
   if (where.region == kAbsolute && where.offset == 0)
     throw InvalidArgument("patch list: absolute patch at a null address");

@@ -27,8 +27,11 @@ SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
   size = align_up(std::max<uint64_t>(size, 1), kMinAlign);
 
   std::lock_guard lock(mu);
-  reclaim_passed(dev.timeline_signal().value());
+  // The timeline is read only when something waits for it (the common case on a launch path between syncs: no).
+  if (deferred_head < deferred.size() || signals_head < deferred_signals.size())
+    reclaim_passed(dev.timeline_signal().value());
   SideBlock block;
+  if (size <= kBumpMaxBlock && bump(size, align, block)) return block;
   if (!carve(size, align, block)) {
     add_chunk(size + align);
     if (!carve(size, align, block))
@@ -74,6 +77,7 @@ void Device::SidePool::release_chunks() {
   }
   chunks.clear();
   free_ranges.clear();
+  bump_cur_ = bump_end_ = 0;
   deferred.clear();
   deferred_head = 0;
 }
@@ -138,27 +142,62 @@ void Device::SidePool::put_free(uint64_t va, uint64_t size) {
 }
 
 bool Device::SidePool::carve(uint64_t size, uint64_t align, SideBlock& out) {
-  for (auto it = free_ranges.begin(); it != free_ranges.end(); ++it) {
-    const uint64_t start = it->first, end = it->first + it->second;
-    const uint64_t va = align_up(start, align);
-    if (va > end || end - va < size) continue;
-    const uint64_t rest = end - (va + size);
-    auto after = std::next(it);
-    if (va > start) {
-      it->second = va - start;  // the alignment gap keeps the range's node
-      if (rest != 0) free_ranges.emplace_hint(after, va + size, rest);
-    } else if (rest != 0) {
-      auto node = free_ranges.extract(it);  // the rest moves up: re-key the node instead of a new one
-      node.key() = va + size;
-      node.mapped() = rest;
-      free_ranges.insert(after, std::move(node));
-    } else {
-      free_ranges.erase(it);
-    }
-    out = SideBlock{reinterpret_cast<std::byte*>(va), va, size};  // unified VA: host address == device address
-    return true;
-  }
+  // Next fit: search from where the last block ended, then wrap around. Blocks come back about in the order they
+  // were carved (stamps only grow), so the space after the last block is usually free, and the small alignment
+  // gaps between live blocks are not stepped over on every carve.
+  for (auto it = free_ranges.lower_bound(rover_); it != free_ranges.end(); ++it)
+    if (carve_from(it, size, align, out)) return true;
+  for (auto it = free_ranges.begin(); it != free_ranges.end() && it->first < rover_; ++it)
+    if (carve_from(it, size, align, out)) return true;
   return false;
+}
+
+bool Device::SidePool::carve_from(std::map<uint64_t, uint64_t>::iterator it, uint64_t size, uint64_t align,
+                                  SideBlock& out) {
+  const uint64_t start = it->first, end = it->first + it->second;
+  const uint64_t va = align_up(start, align);
+  if (va > end || end - va < size) return false;
+  const uint64_t rest = end - (va + size);
+  auto after = std::next(it);
+  if (va > start) {
+    it->second = va - start;  // the alignment gap keeps the range's node
+    if (rest != 0) free_ranges.emplace_hint(after, va + size, rest);
+  } else if (rest != 0) {
+    auto node = free_ranges.extract(it);  // the rest moves up: re-key the node instead of a new one
+    node.key() = va + size;
+    node.mapped() = rest;
+    free_ranges.insert(after, std::move(node));
+  } else {
+    free_ranges.erase(it);
+  }
+  rover_ = va + size;
+  out = SideBlock{reinterpret_cast<std::byte*>(va), va, size};  // unified VA: host address == device address
+  return true;
+}
+
+bool Device::SidePool::bump(uint64_t size, uint64_t align, SideBlock& out) {
+  const uint64_t taken = align_up(size, align);
+  uint64_t va = align_up(bump_cur_, align);
+  if (bump_end_ == 0 || va + taken > bump_end_) {
+    retire_bump();
+    // Only from free space: when no whole range is left, the block is carved from the holes instead (alloc), and
+    // the pool grows only once nothing fits at all. A bump range must never be a reason to add a chunk, or small
+    // holes between long-lived blocks would never be reused.
+    SideBlock range;
+    if (!carve(kBumpBytes, kBumpAlign, range)) return false;
+    bump_cur_ = range.va;
+    bump_end_ = range.va + range.size;
+    va = align_up(bump_cur_, align);
+  }
+  if (va > bump_cur_) put_free(bump_cur_, va - bump_cur_);  // after a block of smaller alignment
+  bump_cur_ = va + taken;
+  out = SideBlock{reinterpret_cast<std::byte*>(va), va, taken};  // unified VA: host address == device address
+  return true;
+}
+
+void Device::SidePool::retire_bump() {
+  if (bump_cur_ < bump_end_) put_free(bump_cur_, bump_end_ - bump_cur_);
+  bump_cur_ = bump_end_ = 0;
 }
 
 void Device::SidePool::add_chunk(uint64_t min_size) {

@@ -10,19 +10,11 @@
 
 #include <cstdint>
 
+#include "hcq/sanitizer.hpp"
+
 namespace hcq::va_layout {
 
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
+using hcq::kAddressSanitizer;
 
 inline constexpr uint64_t kGiB = uint64_t{1} << 30;
 // A hint: the kernel places the reservation elsewhere when that range is taken.

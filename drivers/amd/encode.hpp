@@ -4,6 +4,8 @@
 // patches. Encoding a full launch allocates nothing beyond the vector's growth.
 #pragma once
 
+#include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -37,6 +39,59 @@ class WordWriter {
   void sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t shift = 0);
   size_t size() const { return w_.size(); }
   std::vector<uint32_t>& words() { return w_; }
+
+  // A packet of exactly n words, written in place: the vector grows once, then each word is one store (the launch
+  // path writes ~100 words per kernel, so a capacity check per word shows). Nothing else may append to the vector
+  // while a Packet is open.
+  class Packet {
+   public:
+    Packet(const Packet&) = delete;
+    Packet& operator=(const Packet&) = delete;
+    ~Packet() { assert(at_ == end_ && "packet: word count differs from the size it was opened with"); }
+    void u32(uint32_t v) { *at_++ = v; }
+    void words(std::span<const uint32_t> ws) {
+      std::copy(ws.begin(), ws.end(), at_);
+      at_ += ws.size();
+    }
+    void u64(uint64_t v) {
+      u32(static_cast<uint32_t>(v));
+      u32(static_cast<uint32_t>(v >> 32));
+    }
+    void sym32(const Sym& v, uint8_t shift = 0) {
+      if (v.is_const()) [[likely]]
+        return u32(static_cast<uint32_t>(v.add >> shift));
+      w_.report(index(), v, PatchList::Kind::u32, shift, 0, 32);
+      u32(0);
+    }
+    void sym64(const Sym& v) {
+      if (v.is_const()) [[likely]]
+        return u64(v.add);
+      w_.report(index(), v, PatchList::Kind::u64, 0, 0, 64);
+      u64(0);
+    }
+    void sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t shift = 0) {
+      if (v.is_const()) [[likely]]
+        return u32(fixed | f.place(v.add >> shift));
+      w_.report(index(), v, PatchList::Kind::field, shift, f.lo, f.width);
+      u32(fixed & ~(f.mask() << f.lo));
+    }
+
+   private:
+    friend class WordWriter;
+    Packet(WordWriter& w, size_t first, size_t n)
+        : w_(w), first_(first), base_(w.w_.data() + first), at_(base_), end_(base_ + n) {}
+    size_t index() const { return first_ + static_cast<size_t>(at_ - base_); }
+    WordWriter& w_;
+    size_t first_;
+    uint32_t* base_;
+    uint32_t* at_;
+    uint32_t* end_;
+  };
+  Packet packet(size_t n) {
+    const size_t first = w_.size();
+    w_.resize(first + n);
+    return Packet(*this, first, n);
+  }
 
  private:
   void report(size_t word, const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo, uint8_t nbits);
@@ -122,7 +177,7 @@ class Pm4Encoder {
   void event_write(uint32_t event_type, uint32_t event_index);
 
  private:
-  void set_sh_header(uint32_t reg, uint32_t count);
+  void set_sh_header(WordWriter::Packet& p, uint32_t reg, uint32_t count);
   const Target& t_;
   WordWriter w_;
 };

@@ -1,5 +1,9 @@
 // PM4 encoders. Each packet is built from the layouts in pm4_facts (the decoder reads the same ones), with the
 // register addresses and cache recipes of the target's tables.
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
 #include "amd/encode.hpp"
 #include "hcq/error.hpp"
 
@@ -79,46 +83,49 @@ void Pm4Encoder::release_mem(uint32_t cache_bits, DataSel data_sel, IntSel int_s
                              uint32_t ctxid) {
   const Layout& l = *t_.pm4->release_mem;
   const TargetFields& tf = target_fields(t_);
-  w_.u32(header(RELEASE_MEM, l.words - 1));
-  w_.u32(tf.release_word1 | cache_bits);
-  w_.u32(tf.release_dst_sel.place(0) | tf.release_int_sel.place(int_sel) | tf.release_data_sel.place(data_sel));
-  w_.sym64(addr);
-  w_.sym64(data);
-  w_.u32(ctxid);
+  WordWriter::Packet p = w_.packet(l.words);
+  p.u32(header(RELEASE_MEM, l.words - 1));
+  p.u32(tf.release_word1 | cache_bits);
+  p.u32(tf.release_dst_sel.place(0) | tf.release_int_sel.place(int_sel) | tf.release_data_sel.place(data_sel));
+  p.sym64(addr);
+  p.sym64(data);
+  p.u32(ctxid);
 }
 
 void Pm4Encoder::acquire_mem(uint32_t cache_control) {
   const Layout& l = *t_.pm4->acquire_mem;
-  w_.u32(header(ACQUIRE_MEM, l.words - 1));
+  WordWriter::Packet p = w_.packet(l.words);
+  p.u32(header(ACQUIRE_MEM, l.words - 1));
   // Whole address space: size all ones within the field widths. tinygrad writes 0xffffffff into COHER_SIZE_HI, whose
   // field is 8 bits (nvd.h PACKET3_ACQUIRE_MEM__COHER_SIZE_HI & 0xFF); we follow the header and write 0xff.
   const uint32_t size_hi = target_fields(t_).acquire_size_hi;
   if (t_.pm4->acquire_has_gcr) {
-    w_.u32(0);  // CP_COHER_CNTL: unused when GCR_CNTL is given
-    w_.u32(0xffffffffu);
-    w_.u32(size_hi);
-    w_.u64(0);  // base
-    w_.u32(t_.pm4->acquire_poll_interval);
-    w_.u32(cache_control);
+    p.u32(0);  // CP_COHER_CNTL: unused when GCR_CNTL is given
+    p.u32(0xffffffffu);
+    p.u32(size_hi);
+    p.u64(0);  // base
+    p.u32(t_.pm4->acquire_poll_interval);
+    p.u32(cache_control);
   } else {
-    w_.u32(cache_control);
-    w_.u32(0xffffffffu);
-    w_.u32(size_hi);
-    w_.u64(0);
-    w_.u32(t_.pm4->acquire_poll_interval);
+    p.u32(cache_control);
+    p.u32(0xffffffffu);
+    p.u32(size_hi);
+    p.u64(0);
+    p.u32(t_.pm4->acquire_poll_interval);
   }
 }
 
 void Pm4Encoder::wait_reg_mem(WaitFunction fn, Sym addr, Sym ref, uint32_t mask, uint32_t poll_interval) {
   const Layout& l = kWaitRegMemMem;
   const FixedFields& f = fixed();
-  w_.u32(header(WAIT_REG_MEM, l.words - 1));
-  w_.u32(f.wrm_mem_function.place(fn) | f.wrm_mem_mem_space.place(1) | f.wrm_mem_operation.place(0) |
-         f.wrm_mem_engine_sel.place(0));
-  w_.sym64(addr);
-  w_.sym32(ref);
-  w_.u32(mask);
-  w_.u32(f.wrm_mem_poll_interval.place(poll_interval));
+  WordWriter::Packet p = w_.packet(l.words);
+  p.u32(header(WAIT_REG_MEM, l.words - 1));
+  p.u32(f.wrm_mem_function.place(fn) | f.wrm_mem_mem_space.place(1) | f.wrm_mem_operation.place(0) |
+        f.wrm_mem_engine_sel.place(0));
+  p.sym64(addr);
+  p.sym32(ref);
+  p.u32(mask);
+  p.u32(f.wrm_mem_poll_interval.place(poll_interval));
 }
 
 void Pm4Encoder::hdp_flush() {
@@ -127,25 +134,27 @@ void Pm4Encoder::hdp_flush() {
   // 0xffffffff, which a 12-bit DONE register can only satisfy on a lenient mock; we follow the kernel.
   const Layout& l = kWaitRegMemReg;
   const FixedFields& f = fixed();
-  w_.u32(header(WAIT_REG_MEM, l.words - 1));
-  w_.u32(f.wrm_reg_function.place(FN_EQ) | f.wrm_reg_mem_space.place(0) | f.wrm_reg_operation.place(1) |
-         f.wrm_reg_engine_sel.place(0));
-  w_.u32(f.wrm_reg_poll_reg.place(t_.hdp_flush_req));
-  w_.u32(f.wrm_reg_write_reg2.place(t_.hdp_flush_done));
-  w_.u32(t_.hdp_flush_mask);
-  w_.u32(t_.hdp_flush_mask);
-  w_.u32(f.wrm_reg_poll_interval.place(0x20));
+  WordWriter::Packet p = w_.packet(l.words);
+  p.u32(header(WAIT_REG_MEM, l.words - 1));
+  p.u32(f.wrm_reg_function.place(FN_EQ) | f.wrm_reg_mem_space.place(0) | f.wrm_reg_operation.place(1) |
+        f.wrm_reg_engine_sel.place(0));
+  p.u32(f.wrm_reg_poll_reg.place(t_.hdp_flush_req));
+  p.u32(f.wrm_reg_write_reg2.place(t_.hdp_flush_done));
+  p.u32(t_.hdp_flush_mask);
+  p.u32(t_.hdp_flush_mask);
+  p.u32(f.wrm_reg_poll_interval.place(0x20));
 }
 
 void Pm4Encoder::event_write(uint32_t event_type, uint32_t event_index) {
   const Layout& l = kEventWrite;
-  w_.u32(header(EVENT_WRITE, l.words - 1));
-  w_.u32(fixed().ew_event_type.place(event_type) | fixed().ew_event_index.place(event_index));
+  WordWriter::Packet p = w_.packet(l.words);
+  p.u32(header(EVENT_WRITE, l.words - 1));
+  p.u32(fixed().ew_event_type.place(event_type) | fixed().ew_event_index.place(event_index));
 }
 
-void Pm4Encoder::set_sh_header(uint32_t reg, uint32_t count) {
-  w_.u32(header(SET_SH_REG, count + 1));
-  w_.u32(fixed().sh_reg_offset.place(reg - kShRegBase));
+void Pm4Encoder::set_sh_header(WordWriter::Packet& p, uint32_t reg, uint32_t count) {
+  p.u32(header(SET_SH_REG, count + 1));
+  p.u32(fixed().sh_reg_offset.place(reg - kShRegBase));
 }
 
 void Pm4Encoder::signal(Sym addr, Sym value) {
@@ -176,55 +185,79 @@ void Pm4Encoder::timestamp(Sym addr) {
 }
 
 void Pm4Encoder::memory_barrier() {
-  hdp_flush();
-  acquire_mem(t_.pm4->acquire_all);
+  // Its words depend only on the target: encoded once (per thread, for the last target seen), then copied. It is
+  // on every launch's path.
+  struct Cached {
+    const Target* target = nullptr;
+    std::array<uint32_t, 32> words{};
+    size_t size = 0;
+  };
+  thread_local Cached c;
+  if (c.target != &t_) [[unlikely]] {
+    std::vector<uint32_t> words;
+    Pm4Encoder e(t_, words);
+    e.hdp_flush();
+    e.acquire_mem(t_.pm4->acquire_all);
+    if (words.size() > c.words.size()) throw std::logic_error("PM4 memory barrier longer than its cache");
+    std::copy(words.begin(), words.end(), c.words.begin());
+    c.size = words.size();
+    c.target = &t_;
+  }
+  w_.packet(c.size).words({c.words.data(), c.size});
 }
 
 void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
   const ComputeRegs& r = t_.cregs;
+  if (k.wave32 && !t_.wave32) throw InvalidArgument(cat("wave32 kernel on ", t_.name, ", which runs wave64 only"));
   acquire_mem(t_.pm4->acquire_exec);
 
-  set_sh_header(r.pgm_lo, 2);  // COMPUTE_PGM_LO/HI: the code address >> 8
-  w_.sym32(a.code_addr, 8);
-  w_.sym32(a.code_addr, 40);
-  set_sh_header(r.rsrc1, 2);  // RSRC1, RSRC2
-  w_.u32(k.rsrc1);
-  w_.u32(k.rsrc2);
-  set_sh_header(r.rsrc3, 1);
-  w_.u32(k.rsrc3);
-  set_sh_header(r.tmpring_size, 1);
-  w_.u32(a.tmpring_size);
-  set_sh_header(r.scratch_base_lo, 2);  // architected flat scratch base >> 8
-  w_.sym32(a.scratch_addr, 8);
-  w_.sym32(a.scratch_addr, 40);
-  set_sh_header(r.restart_x, 3);
-  w_.u32(0);
-  w_.u32(0);
-  w_.u32(0);
-  // User SGPRs in AMDHSA order: [dispatch packet pointer], kernarg segment pointer.
-  set_sh_header(r.user_data_0, k.dispatch_ptr ? 4 : 2);
-  if (k.dispatch_ptr) w_.sym64(a.dispatch_packet_addr);
-  w_.sym64(a.kernarg_addr);
-  set_sh_header(r.resource_limits, 1);
-  w_.u32(a.resource_limits);
+  // Register setup and DISPATCH_DIRECT as one run of words: SET_SH_REG packets of 2 + n words each.
+  const uint32_t user_sgprs = k.dispatch_ptr ? 4 : 2;
+  const uint32_t setup_words = (2 + 2) + (2 + 2) + (2 + 1) + (2 + 1) + (2 + 2) + (2 + 3) + (2 + user_sgprs) +
+                               (2 + 1) + (2 + 8);
+  {
+    WordWriter::Packet p = w_.packet(setup_words + kDispatchDirect.words);
+    set_sh_header(p, r.pgm_lo, 2);  // COMPUTE_PGM_LO/HI: the code address >> 8
+    p.sym32(a.code_addr, 8);
+    p.sym32(a.code_addr, 40);
+    set_sh_header(p, r.rsrc1, 2);  // RSRC1, RSRC2
+    p.u32(k.rsrc1);
+    p.u32(k.rsrc2);
+    set_sh_header(p, r.rsrc3, 1);
+    p.u32(k.rsrc3);
+    set_sh_header(p, r.tmpring_size, 1);
+    p.u32(a.tmpring_size);
+    set_sh_header(p, r.scratch_base_lo, 2);  // architected flat scratch base >> 8
+    p.sym32(a.scratch_addr, 8);
+    p.sym32(a.scratch_addr, 40);
+    set_sh_header(p, r.restart_x, 3);
+    p.u32(0);
+    p.u32(0);
+    p.u32(0);
+    // User SGPRs in AMDHSA order: [dispatch packet pointer], kernarg segment pointer.
+    set_sh_header(p, r.user_data_0, user_sgprs);
+    if (k.dispatch_ptr) p.sym64(a.dispatch_packet_addr);
+    p.sym64(a.kernarg_addr);
+    set_sh_header(p, r.resource_limits, 1);
+    p.u32(a.resource_limits);
 
-  // START_X/Y/Z, NUM_THREAD_X/Y/Z, PIPELINESTAT_ENABLE, PERFCOUNT_ENABLE are consecutive.
-  const TargetFields& tf = target_fields(t_);
-  const Field& full = *tf.num_thread_full;
-  set_sh_header(r.start_x, 8);
-  w_.u32(0);
-  w_.u32(0);
-  w_.u32(0);
-  for (const Sym& l : a.local) w_.sym_field(0, full, l);
-  w_.u32(0);
-  w_.u32(0);
+    // START_X/Y/Z, NUM_THREAD_X/Y/Z, PIPELINESTAT_ENABLE, PERFCOUNT_ENABLE are consecutive.
+    const TargetFields& tf = target_fields(t_);
+    const Field& full = *tf.num_thread_full;
+    set_sh_header(p, r.start_x, 8);
+    p.u32(0);
+    p.u32(0);
+    p.u32(0);
+    for (const Sym& l : a.local) p.sym_field(0, full, l);
+    p.u32(0);
+    p.u32(0);
 
-  // DISPATCH_DIRECT: workgroup counts, then COMPUTE_DISPATCH_INITIATOR.
-  const uint32_t initiator = tf.initiator | (k.wave32 ? tf.initiator_w32 : 0u);
-  if (k.wave32 && !t_.wave32) throw InvalidArgument(cat("wave32 kernel on ", t_.name, ", which runs wave64 only"));
-  w_.u32(header(DISPATCH_DIRECT, kDispatchDirect.words - 1));
-  for (const Sym& g : a.groups) w_.sym32(g);
-  w_.u32(initiator);
+    // DISPATCH_DIRECT: workgroup counts, then COMPUTE_DISPATCH_INITIATOR.
+    const uint32_t initiator = tf.initiator | (k.wave32 ? tf.initiator_w32 : 0u);
+    p.u32(header(DISPATCH_DIRECT, kDispatchDirect.words - 1));
+    for (const Sym& g : a.groups) p.sym32(g);
+    p.u32(initiator);
+  }  // the packet is closed before the next one opens
   // Wait for the dispatch's waves before anything later in the queue (signals, timestamps) runs.
   event_write(CS_PARTIAL_FLUSH, kEventIndexPartialFlush);
 }

@@ -11,18 +11,12 @@
 
 namespace hcq::cpu {
 
-CpuQueue::CpuQueue(Device& dev, QueueKind kind, CpuRing& ring) : HWQueue(dev, kind), ring_(ring) {
-  // One allocation up front instead of a growth step per few commands: an eager launch builds a queue per call.
-  words_.reserve(64);
-}
+CpuQueue::CpuQueue(Device& dev, QueueKind kind, CpuRing& ring) : HWQueue(dev, kind), ring_(ring) {}
 
 CpuQueue::~CpuQueue() {
-  if (side_.empty()) return;
   // Side memory is stamped with the timeline when freed, but this queue's submissions need not be on the
-  // timeline: the ring's read pointer is the exact fence. A queue that never finishes keeps its memory (leaked
-  // rather than reused under a command that may still read it).
-  if (last_end_ != 0 && !ring_.wait_consumed(last_end_)) return;
-  for (const SideBlock& b : side_) device().free_side(b);
+  // timeline: the ring's read pointer is the exact fence.
+  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_));
 }
 
 void CpuQueue::encode_wait(Sym signal_addr, Sym value) {

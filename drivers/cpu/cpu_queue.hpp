@@ -34,7 +34,6 @@ class CpuQueue final : public HWQueue {
 
  private:
   CpuRing& ring_;
-  std::vector<SideBlock> side_;  // kernargs and the bound copy of the words
   uint64_t bound_va_ = 0;
   uint32_t bound_dwords_ = 0;
   uint64_t last_end_ = 0;  // ring position just past this queue's last submission (0: never submitted)

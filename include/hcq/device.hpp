@@ -33,14 +33,6 @@ struct DeviceInfo {
   std::string driver_version;
 };
 
-// Host-visible device memory for kernel arguments (and other side data a queue points at). Freed blocks are held
-// until the timeline passes the value current at free time, then reused.
-struct SideBlock {
-  std::byte* host = nullptr;
-  uint64_t va = 0;
-  uint64_t size = 0;
-};
-
 // Ownership: devices are owned by the registry (or by a test) and live until closed; every queue, program and
 // allocation made from a device must be destroyed before it.
 class Device {

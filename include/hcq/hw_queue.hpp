@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "hcq/heap_cache.hpp"
+#include "hcq/memory.hpp"
 #include "hcq/patch.hpp"
 #include "hcq/program.hpp"
 #include "hcq/signal.hpp"
@@ -35,6 +37,10 @@ enum class Width : uint8_t { b32 = 4, b64 = 8 };
 class HWQueue {
  public:
   virtual ~HWQueue();
+  // A queue is built per eager launch: its storage comes from a per-thread block cache (heap_cache.hpp), not a
+  // fresh heap allocation each time. The sized delete gets the dynamic type's size (the destructor is virtual).
+  static void* operator new(size_t bytes) { return take_block(bytes); }
+  static void operator delete(void* p, size_t bytes) noexcept { give_block(p, bytes); }
   HWQueue(const HWQueue&) = delete;
   HWQueue& operator=(const HWQueue&) = delete;
 
@@ -111,9 +117,16 @@ class HWQueue {
   // Records a patch of `value` into word `index` of this queue (it follows the words when bound).
   void patch_word(size_t index, Sym value, PatchList::Kind kind, uint8_t shift = 0, uint8_t lo_bit = 0,
                   uint8_t nbits = 32);
+  // Room for a typical launch's words (a PM4 launch is about 100) without regrowing.
+  static constexpr size_t kInitialWords = 128;
   std::vector<uint32_t> words_;
   PatchList patches_;
   uint32_t words_region_;
+  // Side memory this queue owns (kernargs, QMDs, the bound copy of its words).
+  std::vector<SideBlock> side_;
+  // For backend destructors: gives side_ back to the device when `device_done_reading` (the ring has read this
+  // queue's last submission); otherwise keeps it — leaked rather than reused under a command that may still read it.
+  void release_side(bool device_done_reading);
 
  private:
   // Symbolic launch dims are only known at submit; they are checked there, before anything is patched.

@@ -10,6 +10,15 @@
 
 namespace hcq {
 
+// Host-visible device memory for kernel arguments (and other side data a queue points at). Freed blocks are held
+// until the timeline passes the value current at free time, then reused.
+struct SideBlock {
+  std::byte* host = nullptr;
+  uint64_t va = 0;
+  uint64_t size = 0;
+};
+
+
 class Device;
 
 // Options of an allocation (the LRU cache keys on size + these).

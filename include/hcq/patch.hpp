@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -31,7 +32,9 @@ class PatchList {
     uint8_t nbits = 32;
   };
 
-  // Registers a region and returns its id (>= 1). Its base may be changed later with set_base().
+  // Registers a region and returns its id (>= 1). Its base may be changed later with set_base(). A list holds at
+  // most kMaxRegions - 1 regions (a queue needs one: its words), so registering costs no allocation.
+  static constexpr uint32_t kMaxRegions = 8;
   uint32_t add_region(std::byte* base);
   void set_base(uint32_t region, std::byte* base);
 
@@ -61,7 +64,8 @@ class PatchList {
   void write(const Patch& p, uint64_t var_value) const;
   [[noreturn]] void throw_missing(std::span<const uint64_t> vars) const;
 
-  std::vector<std::byte*> bases_{nullptr};
+  std::array<std::byte*, kMaxRegions> bases_{};  // [kAbsolute] stays null
+  uint32_t num_regions_ = 1;
   std::vector<std::vector<Patch>> by_var_;  // indexed by variable id
   std::vector<uint64_t> last_;              // value each variable had at the last apply
   std::vector<uint8_t> seen_;               // whether last_[i] is valid

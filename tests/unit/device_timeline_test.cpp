@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "hcq/allocator.hpp"
 #include "hcq/device.hpp"
@@ -182,26 +183,43 @@ TEST_F(DeviceTimelineTest, SideMemoryIsHostVisibleAndAligned) {
   EXPECT_THROW(dev.free_side({reinterpret_cast<std::byte*>(0x1000), 0x1000, 16}), InvalidArgument);
 }
 
+// Which address a block gets is the pool's policy (a bump front, next fit); what is checked here is the contract:
+// a freed block is never handed out while a submission may still read it, and it is reused once the timeline
+// passed, so a steady stream of launches never grows the pool.
+bool overlaps(const SideBlock& x, const SideBlock& y) { return x.va < y.va + y.size && y.va < x.va + x.size; }
+
 TEST_F(DeviceTimelineTest, FreedSideMemoryWaitsForTheTimeline) {
   SideBlock a = dev.alloc_side(4096);
   uint64_t in_flight = dev.next_timeline_value();  // a submission reading `a`, not finished
   dev.free_side(a);
-  SideBlock b = dev.alloc_side(4096);
-  EXPECT_NE(b.va, a.va) << "reused while the submission that read it may still run";
-
+  std::vector<SideBlock> meanwhile;  // 2.4 MiB: more than the chunk `a` came from
+  for (int i = 0; i < 600; ++i) {
+    meanwhile.push_back(dev.alloc_side(4096));
+    ASSERT_FALSE(overlaps(meanwhile.back(), a)) << "reused while the submission that read it may still run";
+  }
   dev.timeline_signal().set_value(in_flight);  // done, but `a` was freed at timeline value in_flight + 1
-  dev.run_one();                               // ... and that one passes too
-  SideBlock c = dev.alloc_side(4096);
-  EXPECT_EQ(c.va, a.va) << "not reused once the timeline passed its stamp";
+  for (const SideBlock& b : meanwhile) dev.free_side(b);
+  dev.run_one();  // ... and that one passes too
+
+  const int chunks = dev.allocs;
+  for (int i = 0; i < 2000; ++i) {  // 8 MiB through the pool, every block freed and its stamp passed
+    SideBlock b = dev.alloc_side(4096);
+    dev.free_side(b);
+    dev.run_one();
+  }
+  EXPECT_EQ(dev.allocs, chunks) << "freed side memory not reused once the timeline passed its stamp";
 }
 
 TEST_F(DeviceTimelineTest, SynchronizeFreesAllDeferredSideMemory) {
-  SideBlock a = dev.alloc_side(4096);
-  dev.run_one();
-  dev.free_side(a);
+  std::vector<SideBlock> blocks;
+  for (int i = 0; i < 600; ++i) blocks.push_back(dev.alloc_side(4096));
+  dev.next_timeline_value();  // a submission reading them, finished only by synchronize
+  for (const SideBlock& b : blocks) dev.free_side(b);
+  dev.timeline_signal().set_value(dev.timeline_value() - 1);  // what the hardware does before synchronize returns
   dev.synchronize();
-  SideBlock b = dev.alloc_side(4096);
-  EXPECT_EQ(b.va, a.va);
+  const int chunks = dev.allocs;
+  for (int i = 0; i < 600; ++i) dev.alloc_side(4096);  // fits in the memory given back
+  EXPECT_EQ(dev.allocs, chunks);
 }
 
 TEST_F(DeviceTimelineTest, BigSideBlocksGetTheirOwnChunk) {

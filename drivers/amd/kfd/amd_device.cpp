@@ -79,10 +79,9 @@ bool AmdDevice::aql_compute() const {
 std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
   // 256 KiB rings; a submission larger than the ring streams through it with backpressure.
   constexpr uint32_t kRingBytes = 256 * 1024;
-  const Target& t = Target::from_gfx(gpu_->node().gfx);
   std::lock_guard lock(rings_mu_);
   auto make_ring = [&](KfdQueue::Type type) {
-    auto r = std::make_unique<AmdRing>(*gpu_, t, type, kRingBytes, name());
+    auto r = std::make_unique<AmdRing>(*gpu_, Target::from_gfx(gpu_->node().gfx), type, kRingBytes, name());
     r->set_fault_check([this] { check_fault(); });
     return r;
   };

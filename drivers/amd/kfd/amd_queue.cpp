@@ -265,15 +265,12 @@ bool AmdRing::wait_consumed(uint64_t end_words, std::chrono::milliseconds timeou
 // ---------------------------------------------------------------------------------------------------------------
 // AmdQueue
 
-AmdQueue::AmdQueue(Device& dev, QueueKind kind, AmdRing& ring) : HWQueue(dev, kind), ring_(ring) {
-  words_.reserve(128);
-  starts_.reserve(16);
-}
+AmdQueue::AmdQueue(Device& dev, QueueKind kind, AmdRing& ring)
+    : HWQueue(dev, kind), ring_(ring), starts_(VectorCache<uint32_t>::take(16)) {}
 
 AmdQueue::~AmdQueue() {
-  if (side_.empty()) return;
-  if (last_end_ != 0 && !ring_.wait_consumed(last_end_, knobs::wait_timeout())) return;  // leaked, not reused
-  for (const SideBlock& b : side_) device().free_side(b);
+  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout()));
+  VectorCache<uint32_t>::give(starts_);
 }
 
 void AmdQueue::flush_patches() {

@@ -137,7 +137,6 @@ class AmdQueue : public HWQueue {
   void flush_patches();
   RecordingSink sink_;
   AmdRing& ring_;
-  std::vector<SideBlock> side_;
   std::vector<uint32_t> starts_;
   std::vector<uint32_t> tail_;
   SideBlock bound_{};

@@ -285,14 +285,10 @@ void NvRing::note_completion(uint64_t signal_addr, uint64_t value) {
 // NvQueue
 
 NvQueue::NvQueue(Device& dev, QueueKind kind, NvRing& ring)
-    : HWQueue(dev, kind), ring_(ring), enc_(ring.arch(), words_, &sink_) {
-  words_.reserve(128);
-}
+    : HWQueue(dev, kind), ring_(ring), enc_(ring.arch(), words_, &sink_) {}
 
 NvQueue::~NvQueue() {
-  if (side_.empty()) return;
-  if (last_end_ != 0 && !ring_.wait_consumed(last_end_, knobs::wait_timeout())) return;  // leaked, not reused
-  for (const SideBlock& b : side_) device().free_side(b);
+  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout()));
 }
 
 void NvQueue::flush_patches() {

@@ -138,7 +138,6 @@ class NvQueue : public HWQueue {
   NvRing& ring_;
   RecordingSink sink_;
   PushbufferEncoder enc_;
-  std::vector<SideBlock> side_;
   SideBlock bound_{};
   std::vector<uint32_t> tail_;
   uint64_t last_end_ = 0;  // GPFIFO position past this queue's last submission; 0: never submitted
