@@ -156,8 +156,10 @@ void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std:
     std::lock_guard lock(err_mu_);
     if (error_) std::rethrow_exception(error_);
   };
+  // A device that wakes its waiters (sleep_on_signal) gets them blocked there rather than backing off.
+  auto sleep = [this, &s](std::chrono::microseconds limit) { return sleep_on_signal(s, limit); };
   try {
-    s.wait(value, timeout, check);
+    s.wait(value, timeout, check, sleep);
   } catch (const TimeoutError& e) {
     check();  // a fault found only now explains the timeout better than the timeout does
     std::string state = describe_state();

@@ -1,5 +1,6 @@
 // Signal handles and the host-side wait: poll briefly (a GPU usually answers within microseconds), yield a little,
-// then sleep with backoff so that a long wait does not burn a core.
+// then sleep with backoff so that a long wait does not burn a core; or, where the device wakes waiters with an
+// interrupt, poll briefly and then block until it does.
 #include "hcq/signal.hpp"
 
 #include <atomic>
@@ -19,6 +20,9 @@ constexpr auto kSpinTime = std::chrono::microseconds(3);
 constexpr auto kYieldTime = std::chrono::microseconds(200);
 constexpr auto kFirstSleep = std::chrono::microseconds(5);
 constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+// The longest one blocking sleep lasts (with a waking writer); after it the value, the timeout and the check are
+// looked at again, so a wake-up that never comes costs at most this much.
+constexpr auto kBlockSlice = std::chrono::milliseconds(10);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -63,6 +67,12 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
 
 void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
                   const std::function<void()>& check) const {
+  wait(target, timeout, check, {});
+}
+
+void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
+                  const std::function<void()>& check,
+                  const std::function<bool(std::chrono::microseconds)>& sleep) const {
   uint64_t* p = checked_ptr();
   uint64_t seen = load_acquire(p);
   if (seen >= target) return;
@@ -79,16 +89,28 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
     }
   } while (Clock::now() < spin_until);
 
+  // With a writer that wakes us (a device interrupt), block there from now on: the core goes to whoever needs it,
+  // and the wake-up comes when the value is written rather than after a backoff step.
+  // Each blocking sleep ends by the deadline (rounded up: a zero limit would make it a poll).
+  auto slice = [&](Clock::duration left) {
+    return std::chrono::ceil<std::chrono::microseconds>(std::min<Clock::duration>(kBlockSlice, left));
+  };
+  bool blocking = static_cast<bool>(sleep);
+  if (blocking) {
+    if (check) check();
+    blocking = sleep(slice(limit));
+  }
+
   // Phase 2: yield. On a machine with fewer cores than busy threads, the thread that will write the signal may be
   // waiting for ours; a short sleep would cost the timer slack (~50 us) where a yield hands the core over at once.
   const auto yield_until = moved_at + std::min<Clock::duration>(kYieldTime, limit);
-  while (Clock::now() < yield_until) {
+  while (!blocking && Clock::now() < yield_until) {
     std::this_thread::yield();
     if (load_acquire(p) >= target) return;
   }
 
   // Phase 3: sleep with exponential backoff; the timeout counts from the last time the value moved.
-  auto sleep = std::chrono::duration_cast<Clock::duration>(kFirstSleep);
+  auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstSleep);
   for (;;) {
     uint64_t now_value = load_acquire(p);
     if (now_value >= target) return;
@@ -96,7 +118,7 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
     if (now_value != seen) {
       seen = now_value;
       moved_at = now;
-      sleep = kFirstSleep;  // it is moving: look again soon
+      backoff = kFirstSleep;  // it is moving: look again soon
     } else if (now - moved_at >= limit) {
       throw TimeoutError(cat("timeout after ", limit.count(), " ms waiting for signal \"", label(), "\" at ",
                              hex(reinterpret_cast<uint64_t>(p)), " to reach >= ", target, " (current ", now_value,
@@ -104,8 +126,12 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
     }
     if (check) check();
     pool_->ptr(slot_, gen_);  // throws if someone released the signal while we waited
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min<Clock::duration>(sleep * 2, kMaxSleep);
+    if (blocking) {
+      sleep(slice(limit - (now - moved_at)));
+      continue;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min<Clock::duration>(backoff * 2, kMaxSleep);
   }
 }
 

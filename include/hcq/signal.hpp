@@ -34,6 +34,12 @@ class Signal {
   // e.g. when the device that should write the signal has faulted.
   void wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
             const std::function<void()>& check) const;
+  // As above, for a writer that can wake the waiter (a device interrupt): after the spin, the wait blocks in
+  // `sleep(limit)` instead of yielding and backing off. `sleep` returns once the value may have moved or `limit`
+  // passed (spurious returns are fine: the value, the timeout and `check` are looked at again), or returns false
+  // at once when it cannot block on this signal, and the wait then yields and backs off as above.
+  void wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout, const std::function<void()>& check,
+            const std::function<bool(std::chrono::microseconds limit)>& sleep) const;
 
   // Who uses this signal, for messages: e.g. "CPU:0 timeline".
   const std::string& label() const;

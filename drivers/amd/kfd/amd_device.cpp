@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "amd/codeobj/code_object.hpp"
@@ -25,6 +26,13 @@ AmdDevice::AmdDevice(std::string name, std::shared_ptr<Os> os, const KfdNode& no
     process().signals.add_mapper(this);
     mapper_registered_ = true;
     init_runtime(std::make_unique<HCQAllocator>(*this));
+    event_ = SignalEvent{gpu_->event_slot_va(), gpu_->signal_event_id()};
+    timeline_addr_[0].store(timeline_signal().addr());
+    on_timeline_reset([this] {
+      // After a swap the timeline is the other signal: both stay known (a queue built earlier may name either).
+      const uint64_t now = timeline_signal().addr();
+      if (!is_timeline(now)) timeline_addr_[1].store(now);
+    });
     fault_watcher_ = std::thread([this] { watch_faults(); });
   } catch (...) {
     shutdown_runtime();
@@ -291,7 +299,20 @@ void AmdDevice::watch_faults() {
       if (!fault_) fault_ = fault;
     }
     record_error(fault);
+    // Waiters sleeping on the signal event would see the fault only when their slice ends: wake them now.
+    try {
+      gpu_->set_signal_event();
+    } catch (const Error&) {
+    }
   }
+}
+
+bool AmdDevice::sleep_on_signal(const Signal& s, std::chrono::microseconds limit) const {
+  if (event_.mailbox == 0 || !is_timeline(s.addr())) return false;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(limit).count();
+  // A spurious return (the event was left set by an earlier signal no one waited for) only costs a re-check.
+  gpu_->wait_signal_event(static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, KfdGpu::kWaitForever - 1)));
+  return true;
 }
 
 std::unique_ptr<Device> open_kfd_device_on(const std::string& name, std::shared_ptr<Os> os, unsigned index,

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,6 +49,21 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   std::string describe_state() const override;
   std::vector<capture::RingDump> pending_rings() const override;
 
+  // The GPU's signal event, which a queue raises after writing the timeline signal (KfdGpu::signal_event_id):
+  // the event page slot (mailbox) to write its id into, then the interrupt whose context id is that id.
+  struct SignalEvent {
+    uint64_t mailbox = 0;
+    uint32_t id = 0;
+  };
+  // The event to raise after a signal write at `signal_addr`, or nullopt for none: a constant address raises it
+  // when it is the timeline signal or its shadow; a symbolic one (graph replay's timeline, given per replay) always
+  // does, since it may be either. None when the GPU has no mailbox (KfdGpu::event_slot_va).
+  std::optional<SignalEvent> signal_event_for(const Sym& signal_addr) const {
+    if (event_.mailbox == 0) return std::nullopt;
+    if (!signal_addr.is_const() || is_timeline(signal_addr.add)) return event_;
+    return std::nullopt;
+  }
+
   KfdGpu& gpu() { return *gpu_; }
   Os& os() { return *os_; }
   // The OS seam this device's KFD process lives behind: another GPU of the same process opens over it (peers).
@@ -58,6 +74,13 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   ProgramHooks program_hooks() const;
 
  private:
+  // Host waits on the timeline signal sleep in WAIT_EVENTS on the signal event, which the queues raise after every
+  // timeline write; other signals get no interrupt (false: the wait backs off).
+  bool sleep_on_signal(const Signal& s, std::chrono::microseconds limit) const override;
+  bool is_timeline(uint64_t addr) const {
+    return addr == timeline_addr_[0].load(std::memory_order_relaxed) ||
+           addr == timeline_addr_[1].load(std::memory_order_relaxed);
+  }
   void map_signal_page(void* addr, size_t size) override;
   void unmap_signal_page(void* addr, size_t size) override;
   // The fault watcher: blocks in WAIT_EVENTS on the GPU's exception events and turns an exception of this GPU
@@ -90,6 +113,10 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   mutable std::mutex fault_mu_;
   std::exception_ptr fault_;
   std::atomic<bool> stopping_{false};
+  SignalEvent event_;  // set once in the constructor
+  // The timeline signal's address and, once the device swapped to it, the shadow's (Device keeps them private;
+  // on_timeline_reset tells us of a swap). Read by encoders and waiters on any thread.
+  std::atomic<uint64_t> timeline_addr_[2] = {0, 0};
   std::thread fault_watcher_;  // started last in the constructor, joined first in the destructor
 };
 

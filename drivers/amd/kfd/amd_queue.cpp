@@ -8,6 +8,7 @@
 
 #include "amd/aql_facts.hpp"
 #include "amd/decode.hpp"
+#include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_program.hpp"
 #include "hcq/capture.hpp"
 #include "hcq/error.hpp"
@@ -306,6 +307,10 @@ void AmdPm4Queue::encode_signal(Sym signal_addr, Sym value) {
   Pm4Encoder e = enc();
   e.release_mem(target().pm4->release_flush_all, pm4::DATA_GPU_CLOCK, pm4::INT_NONE, signal_addr + 8, 0u, 0);
   e.release_mem(0, pm4::DATA_64, pm4::INT_NONE, signal_addr, value, 0);
+  // The timeline signal also wakes host waiters sleeping in WAIT_EVENTS: after the value, the event id into the
+  // mailbox and the interrupt naming it (one more RELEASE_MEM). AQL queues run this same PM4 through the IB packet.
+  if (const auto ev = static_cast<const AmdDevice&>(device()).signal_event_for(signal_addr))
+    e.signal_event(ev->mailbox, ev->id);
   flush_patches();
 }
 
@@ -540,6 +545,9 @@ void AmdSdmaQueue::encode_signal(Sym signal_addr, Sym value) {
     e.fence(signal_addr + 4, 0u);
     patch_word(words_.size() - 1, value, PatchList::Kind::u32, 32);
   }
+  // The timeline signal wakes host waiters: the event id into the mailbox, then TRAP with it as the context.
+  if (const auto ev = static_cast<const AmdDevice&>(device()).signal_event_for(signal_addr))
+    e.signal_event(ev->mailbox, ev->id);
   flush_patches();
 }
 

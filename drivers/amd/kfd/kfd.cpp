@@ -168,24 +168,56 @@ KfdGpu::KfdGpu(Os& os, const KfdNode& node) : os_(os), node_(node) {
                                   " does not cover the process VA space ", hex(space.base()), "+", hex(space.size())));
   }
 
-  // The event page (uncached GTT the GPU writes event ids into) and the events. KFD keeps one event page per
-  // process: when another GPU of this process gave it already, CREATE_EVENT refuses a second one ("Event page is
-  // already set", EINVAL) and our signal event takes a slot in that page instead.
-  event_page_ = alloc(kEventPageBytes, KfdBuffer::Kind::gtt, KfdAllocOptions{true, true, false});
+  create_events();
+}
+
+namespace {
+// The GPUs of each KFD process (one per Os: every open of /dev/kfd through it shares the process), in order of
+// bring-up. The first holds the process's event page; when it goes, the next takes the page over (KFD refuses to
+// free an event page, and the others' mailboxes live in it).
+struct EventPageUsers {
+  std::mutex mu;
+  std::map<const Os*, std::vector<KfdGpu*>> by_os;
+};
+EventPageUsers& event_page_users() {
+  // Never destroyed: devices the registry closes at exit reach it after function-local statics made later than the
+  // registry are gone.
+  static EventPageUsers* const users = new EventPageUsers;  // NOLINT(cppcoreguidelines-owning-memory)
+  return *users;
+}
+}  // namespace
+
+void KfdGpu::create_events() {
+  EventPageUsers& users = event_page_users();
+  std::lock_guard lock(users.mu);
+  std::vector<KfdGpu*>& peers = users.by_os[&os_];
+  KfdBuffer* page = peers.empty() ? nullptr : peers.front()->event_page_.get();
   kfd_ioctl_create_event_args ev{};
-  ev.event_page_offset = event_page_->handle();
   ev.event_type = KFD_IOC_EVENT_SIGNAL;
   ev.auto_reset = 1;
-  if (os_.ioctl(kfd_.get(), AMDKFD_IOC_CREATE_EVENT, &ev) < 0) {
-    if (errno != EINVAL) throw OsError(cat(describe(), ": CREATE_EVENT (signal)"), errno);
-    event_page_.reset();
-    ev = kfd_ioctl_create_event_args{};
-    ev.event_type = KFD_IOC_EVENT_SIGNAL;
-    ev.auto_reset = 1;
+  if (peers.empty()) {
+    // The event page: uncached GTT the GPU writes event ids into, given to KFD by handle with the first event.
+    event_page_ = alloc(kEventPageBytes, KfdBuffer::Kind::gtt, KfdAllocOptions{true, true, false});
+    ev.event_page_offset = event_page_->handle();
+    if (os_.ioctl(kfd_.get(), AMDKFD_IOC_CREATE_EVENT, &ev) < 0) {
+      // "Event page is already set" (EINVAL): another runtime of this process gave one, which we cannot address.
+      if (errno != EINVAL) throw OsError(cat(describe(), ": CREATE_EVENT (signal)"), errno);
+      event_page_.reset();
+      ev = kfd_ioctl_create_event_args{};
+      ev.event_type = KFD_IOC_EVENT_SIGNAL;
+      ev.auto_reset = 1;
+      kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &ev, "CREATE_EVENT (signal, in the process's event page)");
+    } else {
+      page = event_page_.get();
+    }
+  } else {
+    // Our event takes a slot in the page another GPU of the process gave; our GPU must be able to write it.
+    if (page) page->map_on(node_.gpu_id);
     kfd_ioctl(AMDKFD_IOC_CREATE_EVENT, &ev, "CREATE_EVENT (signal, in the process's event page)");
   }
   signal_event_ = ev.event_id;
   events_.push_back(signal_event_);
+  if (page) event_slot_va_ = page->va() + uint64_t{ev.event_slot_index} * 8;
   // The exception events, as the thunk creates them; auto-reset, so a waiter sees each exception once.
   auto create = [&](uint32_t type, const char* what) {
     kfd_ioctl_create_event_args e{};
@@ -198,6 +230,7 @@ KfdGpu::KfdGpu(Os& os, const KfdNode& node) : os_(os), node_(node) {
   memory_event_ = create(KFD_IOC_EVENT_MEMORY, "CREATE_EVENT (memory exception)");
   hw_event_ = create(KFD_IOC_EVENT_HW_EXCEPTION, "CREATE_EVENT (HW exception)");
   wake_event_ = create(KFD_IOC_EVENT_SIGNAL, "CREATE_EVENT (exception waiter wake-up)");
+  peers.push_back(this);
 }
 
 KfdGpu::~KfdGpu() {
@@ -206,7 +239,20 @@ KfdGpu::~KfdGpu() {
     d.event_id = *it;
     os_.ioctl(kfd_.get(), AMDKFD_IOC_DESTROY_EVENT, &d);  // errors ignored: the fd closes next anyway
   }
-  event_page_.reset();
+  EventPageUsers& users = event_page_users();
+  std::lock_guard lock(users.mu);
+  auto it = users.by_os.find(&os_);
+  if (it == users.by_os.end()) return;  // bring-up failed before the events
+  std::vector<KfdGpu*>& peers = it->second;
+  peers.erase(std::remove(peers.begin(), peers.end(), this), peers.end());
+  if (peers.empty()) {
+    users.by_os.erase(it);
+    event_page_.reset();
+  } else if (event_page_) {
+    // The others still write their mailboxes here: the next GPU of the process holds (and later frees) the page.
+    event_page_->gpu_ = peers.front();
+    peers.front()->event_page_ = std::move(event_page_);
+  }
 }
 
 std::string KfdGpu::describe() const {
@@ -222,8 +268,22 @@ void KfdGpu::kfd_ioctl(unsigned long request, void* arg, const char* what) {
   }
 }
 
-uint64_t KfdGpu::event_slot_va() const {
-  return event_page_ ? event_page_->va() + uint64_t{signal_event_} * 8 : 0;
+bool KfdGpu::wait_signal_event(uint32_t timeout_ms) {
+  kfd_event_data data{};
+  data.event_id = signal_event_;
+  kfd_ioctl_wait_events_args w{};
+  w.events_ptr = reinterpret_cast<uint64_t>(&data);
+  w.num_events = 1;
+  w.wait_for_all = 1;
+  w.timeout = timeout_ms;
+  kfd_ioctl(AMDKFD_IOC_WAIT_EVENTS, &w, "WAIT_EVENTS (signal)");
+  return w.wait_result == KFD_IOC_WAIT_RESULT_COMPLETE;
+}
+
+void KfdGpu::set_signal_event() {
+  kfd_ioctl_set_event_args s{};
+  s.event_id = signal_event_;
+  kfd_ioctl(AMDKFD_IOC_SET_EVENT, &s, "SET_EVENT (signal)");
 }
 
 std::string KfdException::describe() const {
@@ -361,23 +421,23 @@ void KfdBuffer::map_on(uint32_t gpu_id) {
   m.handle = handle_;
   m.device_ids_array_ptr = reinterpret_cast<uint64_t>(&gpu_id);
   m.n_devices = 1;
-  gpu_.kfd_ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m, cat("MAP_MEMORY_TO_GPU of ", hex(va_)).c_str());
+  gpu_->kfd_ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m, cat("MAP_MEMORY_TO_GPU of ", hex(va_)).c_str());
   mapped_on_.push_back(gpu_id);
 }
 
 KfdBuffer::~KfdBuffer() {
-  Os& os = gpu_.os_;
+  Os& os = gpu_->os_;
   for (uint32_t id : mapped_on_) {
     kfd_ioctl_unmap_memory_from_gpu_args u{};
     u.handle = handle_;
     u.device_ids_array_ptr = reinterpret_cast<uint64_t>(&id);
     u.n_devices = 1;
-    os.ioctl(gpu_.kfd_.get(), AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u);
+    os.ioctl(gpu_->kfd_.get(), AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u);
   }
   if (allocated_) {
     kfd_ioctl_free_memory_of_gpu_args f{};
     f.handle = handle_;
-    os.ioctl(gpu_.kfd_.get(), AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
+    os.ioctl(gpu_->kfd_.get(), AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
   }
   // VaSpace::free re-reserves the range PROT_NONE, which also drops the host mapping.
   if (va_from_space_) process().va.free(va_, size_);

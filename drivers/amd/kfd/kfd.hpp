@@ -55,8 +55,8 @@ class KfdBuffer {
 
  private:
   friend class KfdGpu;
-  KfdBuffer(KfdGpu& gpu) : gpu_(gpu) {}
-  KfdGpu& gpu_;
+  explicit KfdBuffer(KfdGpu& gpu) : gpu_(&gpu) {}
+  KfdGpu* gpu_;  // whose /dev/kfd frees it: the event page moves to another GPU of the process (kfd.cpp)
   Kind kind_ = Kind::gtt;
   uint64_t va_ = 0, size_ = 0, handle_ = 0;
   bool va_from_space_ = false, host_mapped_ = false, allocated_ = false;
@@ -144,10 +144,17 @@ class KfdGpu {
   // PM4/AQL compute or SDMA queue with a ring of `ring_bytes` (a power of two).
   std::unique_ptr<KfdQueue> create_queue(KfdQueue::Type type, uint32_t ring_bytes);
 
-  // The signal event: its id is what RELEASE_MEM's interrupt names; the page slot the GPU writes (0 when another
-  // GPU of this KFD process gave the event page: KFD keeps one per process).
+  // The signal event: its id is what RELEASE_MEM's interrupt names; its mailbox, the event page slot the GPU
+  // writes the id into before the interrupt (KFD only signals an event whose slot was written). KFD keeps one
+  // event page per process: the first GPU of the process gives it, the others take slots in it and map it on their
+  // GPU. 0 when the page is one we do not know (another runtime of the process gave it): no interrupts then.
   uint32_t signal_event_id() const { return signal_event_; }
-  uint64_t event_slot_va() const;
+  uint64_t event_slot_va() const { return event_slot_va_; }
+  // WAIT_EVENTS on the signal event alone, for up to `timeout_ms` (0: a poll). True when it fired (the event is
+  // auto-reset: the wait consumed it), false on timeout.
+  bool wait_signal_event(uint32_t timeout_ms);
+  // SET_EVENT on the signal event: wakes every thread blocked in wait_signal_event (e.g. when the GPU faulted).
+  void set_signal_event();
   // Waits up to `timeout_ms` (kWaitForever: no limit) for the memory or HW exception event, or for
   // wake_exception_waiter(). Returns what KFD reported, or nullopt on timeout or wake. The events reset when a
   // wait returns them: each exception is delivered once per waiter of this GPU.
@@ -168,7 +175,10 @@ class KfdGpu {
   KfdNode node_;
   UniqueFd kfd_, render_;
   uint32_t major_ = 0, minor_ = 0;
-  std::unique_ptr<KfdBuffer> event_page_;
+  // Sets up the event page (or a slot in the process's) and the events; registers this GPU as a user of the page.
+  void create_events();
+  std::unique_ptr<KfdBuffer> event_page_;  // the process's event page, while this GPU holds it
+  uint64_t event_slot_va_ = 0;
   uint32_t signal_event_ = 0, memory_event_ = 0, hw_event_ = 0, wake_event_ = 0;
   std::vector<uint32_t> events_;  // created, destroyed in reverse
   std::atomic<bool> wake_requested_{false};

@@ -99,10 +99,20 @@ struct SimKfd::File {
   size_t gpu_index = 0;
 };
 
+// One WAIT_EVENTS caller's hold on one event (the kernel's kfd_event_waiter); lives on the waiting thread's stack.
+struct SimKfd::Waiter {
+  uint32_t event_id = 0;
+  bool activated = false;  // the event fired for this waiter
+  bool queued = false;     // in the event's waiter list
+  bool gone = false;       // the event was destroyed while we waited
+};
+
 struct SimKfd::Event {
   uint32_t id = 0, type = 0;
   bool auto_reset = false, signaled = false;
   kfd_event_data data{};  // exception data handed to waiters
+  std::vector<Waiter*> waiters;  // blocked in WAIT_EVENTS on it (mu_)
+  EventCounters counters;
 };
 
 class SimKfd::Host final : public QueueHost {
@@ -170,6 +180,7 @@ SimKfd::~SimKfd() {
 void SimKfd::teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying) {
   for (auto& [id, q] : queues_) dying.push_back(std::move(q));
   queues_.clear();
+  for (auto& [id, e] : events_) forget_waiters_locked(e);
   events_.clear();
   runtime_enabled_ = false;
   event_page_ = nullptr;
@@ -928,8 +939,20 @@ int SimKfd::create_event(void* a) {
 int SimKfd::destroy_event(void* a) {
   auto* args = static_cast<kfd_ioctl_destroy_event_args*>(a);
   std::lock_guard lock(mu_);
-  if (events_.erase(args->event_id) == 0) return -EINVAL;
+  auto it = events_.find(args->event_id);
+  if (it == events_.end()) return -EINVAL;
+  forget_waiters_locked(it->second);
+  events_.erase(it);
   return 0;
+}
+
+void SimKfd::forget_waiters_locked(Event& e) {
+  for (Waiter* w : e.waiters) {
+    w->gone = true;
+    w->queued = false;
+  }
+  e.waiters.clear();
+  events_cv_.notify_all();
 }
 
 int SimKfd::set_event(void* a, bool set) {
@@ -945,8 +968,14 @@ int SimKfd::set_event(void* a, bool set) {
   return 0;
 }
 
-void SimKfd::signal_event_locked(Event& e) {
-  e.signaled = true;
+void SimKfd::signal_event_locked(Event& e, bool by_interrupt) {
+  // The kernel's set_event(): every waiter on the list is activated and woken; an auto-reset event stays set only
+  // when no one was waiting (the next WAIT_EVENTS then takes it at once).
+  e.signaled = !e.auto_reset || e.waiters.empty();
+  for (Waiter* w : e.waiters) {
+    if (by_interrupt && !w->activated) ++e.counters.woken_by_interrupt;
+    w->activated = true;
+  }
   events_cv_.notify_all();
 }
 
@@ -960,54 +989,95 @@ int SimKfd::wait_events(void* a) {
   std::memcpy(evs.data(), user, evs.size() * sizeof(kfd_event_data));
 
   std::unique_lock lock(mu_);
-  for (const kfd_event_data& d : evs)
-    if (!events_.count(d.event_id)) return -EINVAL;
-  auto ready = [&] {
-    size_t n = 0;
-    for (const kfd_event_data& d : evs) {
-      auto it = events_.find(d.event_id);
-      if (it != events_.end() && it->second.signaled) ++n;
+  // kfd_wait_on_events: one waiter per event, in order. A waiter takes an event that is already set (resetting an
+  // auto-reset one); otherwise it joins the event's list. An unknown id fails the call (events taken so far stay
+  // taken, as in the kernel).
+  std::vector<Waiter> ws(evs.size());
+  auto leave = [&] {
+    for (Waiter& w : ws) {
+      if (!w.queued) continue;
+      std::vector<Waiter*>& list = events_.at(w.event_id).waiters;
+      list.erase(std::find(list.begin(), list.end(), &w));
+      w.queued = false;
     }
-    return args->wait_for_all ? n == evs.size() : n > 0;
   };
-  bool ok;
-  if (args->timeout == kEventTimeoutInfinite)
-    ok = (events_cv_.wait(lock, [&] { return ready() || events_.empty(); }), ready());
-  else
-    ok = events_cv_.wait_for(lock, std::chrono::milliseconds(args->timeout), ready);
-  if (!ok) {
-    args->wait_result = KFD_IOC_WAIT_RESULT_TIMEOUT;
-    return 0;
-  }
-  for (kfd_event_data& d : evs) {
-    Event& e = events_.at(d.event_id);
-    if (!e.signaled) continue;
-    if (e.type == KFD_IOC_EVENT_MEMORY) d.memory_exception_data = e.data.memory_exception_data;
-    if (e.type == KFD_IOC_EVENT_HW_EXCEPTION) d.hw_exception_data = e.data.hw_exception_data;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    auto it = events_.find(evs[i].event_id);
+    if (it == events_.end()) {
+      leave();
+      return -EINVAL;
+    }
+    Event& e = it->second;
+    ++e.counters.waits;
+    ws[i].event_id = e.id;
+    ws[i].activated = e.signaled;
     if (e.auto_reset) e.signaled = false;
+    if (!ws[i].activated) {
+      e.waiters.push_back(&ws[i]);
+      ws[i].queued = true;
+    }
   }
-  lock.unlock();
-  std::memcpy(user, evs.data(), evs.size() * sizeof(kfd_event_data));
-  args->wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
+  // test_event_condition: FAIL once an event is destroyed under us; COMPLETE when any (all) fired.
+  auto condition = [&] {
+    size_t fired = 0;
+    for (const Waiter& w : ws) {
+      if (w.gone) return static_cast<uint32_t>(KFD_IOC_WAIT_RESULT_FAIL);
+      if (w.activated) ++fired;
+    }
+    const bool done = args->wait_for_all ? fired == ws.size() : fired > 0;
+    return static_cast<uint32_t>(done ? KFD_IOC_WAIT_RESULT_COMPLETE : KFD_IOC_WAIT_RESULT_TIMEOUT);
+  };
+  auto settled = [&] { return condition() != KFD_IOC_WAIT_RESULT_TIMEOUT; };
+  if (!settled() && args->timeout != 0) {  // a zero timeout is a poll
+    if (args->timeout == kEventTimeoutInfinite)
+      events_cv_.wait(lock, settled);
+    else
+      events_cv_.wait_for(lock, std::chrono::milliseconds(args->timeout), settled);
+  }
+  const uint32_t result = condition();
+  leave();
+  args->wait_result = result;
+  if (result == KFD_IOC_WAIT_RESULT_FAIL) return -EIO;
+  if (result == KFD_IOC_WAIT_RESULT_COMPLETE) {
+    // copy_signaled_event_data: the exception data of the events that fired for this waiter.
+    for (size_t i = 0; i < evs.size(); ++i) {
+      if (!ws[i].activated) continue;
+      const Event& e = events_.at(ws[i].event_id);
+      if (e.type == KFD_IOC_EVENT_MEMORY) evs[i].memory_exception_data = e.data.memory_exception_data;
+      if (e.type == KFD_IOC_EVENT_HW_EXCEPTION) evs[i].hw_exception_data = e.data.hw_exception_data;
+    }
+    lock.unlock();
+    std::memcpy(user, evs.data(), evs.size() * sizeof(kfd_event_data));
+  }
   return 0;
 }
 
 void SimKfd::raise_interrupt(uint32_t /*gpu_id*/, uint32_t context_id) {
   std::lock_guard lock(mu_);
-  if (event_page_ == nullptr) return;
-  // kfd_signal_event_interrupt: an event named by the context id whose slot was written; otherwise scan the page.
+  if (event_page_ == nullptr) return;  // no signal event yet: nothing an interrupt could name
+  // kfd_signal_event_interrupt: the event the context id names, if the GPU wrote its slot; otherwise (an id that
+  // names nothing, or a slot not written) every signal event whose slot was written. Each slot found written is
+  // acknowledged (set back to unsignaled) before its event is set.
+  constexpr uint32_t kSlots = kEventPageBytes / 8;
   auto fire = [&](Event& e) {
-    if (event_page_[e.id] == kUnsignaledSlot) return false;
-    event_page_[e.id] = kUnsignaledSlot;
-    signal_event_locked(e);
+    if (e.type != KFD_IOC_EVENT_SIGNAL && e.type != KFD_IOC_EVENT_DEBUG_EVENT) return false;
+    if (e.id >= kSlots) return false;
+    // The GPU stores the slot from its own thread (the engines store atomically); so do we.
+    std::atomic_ref<uint64_t> slot(event_page_[e.id]);
+    if (slot.load(std::memory_order_acquire) == kUnsignaledSlot) return false;
+    slot.store(kUnsignaledSlot, std::memory_order_relaxed);
+    signal_event_locked(e, true);
     return true;
   };
-  if (context_id != 0) {
-    auto it = events_.find(context_id);
-    if (it != events_.end() && it->second.type == KFD_IOC_EVENT_SIGNAL && fire(it->second)) return;
-  }
-  for (auto& [id, e] : events_)
-    if (e.type == KFD_IOC_EVENT_SIGNAL) fire(e);
+  if (auto it = events_.find(context_id); it != events_.end() && fire(it->second)) return;
+  for (auto& [id, e] : events_) fire(e);
+}
+
+std::optional<SimKfd::EventCounters> SimKfd::event_counters(uint32_t event_id) const {
+  std::lock_guard lock(mu_);
+  auto it = events_.find(event_id);
+  if (it == events_.end()) return std::nullopt;
+  return it->second.counters;
 }
 
 void SimKfd::fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va) {

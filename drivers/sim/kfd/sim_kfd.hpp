@@ -84,8 +84,17 @@ class SimKfd final : public SimDriver {
   std::vector<uint32_t> queue_ids() const;
   // Simulates a GPU page fault on a queue (what an engine reports through QueueHost::fault).
   void inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason);
-  // Simulates an end-of-pipe interrupt (what an engine reports through QueueHost::interrupt).
+  // Simulates an end-of-pipe interrupt (what an engine reports through QueueHost::interrupt), as the kernel's
+  // kfd_signal_event_interrupt handles it: the signal event the context id names, if its event page slot was
+  // written; otherwise every signal event whose slot was written (a bad or stale id costs a scan, not an error).
   void raise_interrupt(uint32_t gpu_id, uint32_t context_id);
+  // What happened to a live event, for tests: WAIT_EVENTS calls that named it, and waiters that were blocked on it
+  // when an interrupt signaled it (a host that slept in the ioctl and was woken by the GPU). nullopt: no such event.
+  struct EventCounters {
+    uint64_t waits = 0;
+    uint64_t woken_by_interrupt = 0;
+  };
+  std::optional<EventCounters> event_counters(uint32_t event_id) const;
   uint64_t gpu_clock() const;
 
  private:
@@ -93,6 +102,7 @@ class SimKfd final : public SimDriver {
   struct Bo;
   struct Queue;
   struct Event;
+  struct Waiter;
   struct File;
   class Host;
 
@@ -116,7 +126,10 @@ class SimKfd final : public SimDriver {
   Gpu* gpu_by_minor(uint32_t minor);
   std::shared_ptr<Bo> bo_by_handle(uint64_t handle);
   bool range_mapped(const Gpu& g, uint64_t va, uint64_t size) const;
-  void signal_event_locked(Event& e);
+  // set_event(): wakes every waiter blocked on `e`; an auto-reset event with waiters stays reset.
+  void signal_event_locked(Event& e, bool by_interrupt = false);
+  // The event goes (DESTROY_EVENT, process teardown): its waiters end their wait with EIO.
+  void forget_waiters_locked(Event& e);
   void fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va);
 
   void teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying);
