@@ -40,10 +40,9 @@ TSAN_FILTER='*Conformance*:Cpu*:*Signal*:*Queue*:*Timeline*:Buffer.*:DeviceShutd
 TSAN_FILTER+=':*Amd*:*Sdma*:*Pm4*:*Aql*:*Engine*'
 # Live capture's seqlock: snapshots taken while threads submit.
 TSAN_FILTER+=':CaptureRecent*'
-# Not yet under TSan: the NV backend over SIM-NV. TSan reports the engine's pushbuffer read racing the host's
-# write though GPPut is stored with release and loaded with acquire; until that is understood (an aliased USERD
-# mapping, or a runner outliving its channel) these stay out of this build and run in the other two.
-TSAN_FILTER+='-*SIM_NV*:*Nv*OnSim*:*NvFault*:*SimNv*'
+# The NVIDIA backend over SIM-NV (conformance and graph replay on every arch, queues, rings, faults, the simulated
+# RM + UVM): a simulator thread per channel, fed through USERD and semaphores at the process's own addresses.
+TSAN_FILTER+=':*SIM_NV*:*SimNv*:*Nv*OnSim*:*NvFault*:NvDevice*:NvRing*'
 
 # Sanitizer reports stop the run at once, with a stack. Options the caller set come last, so they win.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "hcq/allocator.hpp"
@@ -11,6 +12,7 @@
 #include "nv/compiler/nv_compiler.hpp"
 #include "nv/cubin/cubin.hpp"
 #include "nv/rm/abi/classes.hpp"
+#include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/notifier.hpp"
 #include "nv/rm/nv_program.hpp"
 #include "nv/rm/nv_queue.hpp"
@@ -36,6 +38,7 @@ NvDevice::~NvDevice() {
   if (mapper_registered_) process().signals.remove_mapper(this);
   {
     std::lock_guard lock(rings_mu_);
+    debugger_.reset();  // it names the compute object: it goes first
     compute_ring_.reset();
     copy_ring_.reset();
     channels_.reset();
@@ -84,6 +87,25 @@ void NvDevice::ensure_rings() {
   channels_ = std::move(group);
   compute_ring_ = std::move(compute);
   copy_ring_ = std::move(copy);
+  make_fault_debugger();
+}
+
+void NvDevice::make_fault_debugger() {
+  // As tinygrad does: a GT200_DEBUGGER under the device, naming our compute object. Only fault reports use it, so
+  // a refusal (a vGPU, a driver that withholds debugging) costs those details, not the device.
+  abi::DebuggerAllocParams p{};
+  p.app_client = gpu_->rm().root();
+  p.class3d_object = channels_->channel(0).view().engine_object;
+  try {
+    debugger_ = RmObject(gpu_->rm(), gpu_->device(), gpu_->rm().alloc(gpu_->device(), abi::cls::gt200_debugger, p));
+  } catch (const Error& e) {
+    debugger_error_ = cat("RM refused the SM debugger object its fault records are read through: ", e.what());
+  }
+}
+
+abi::Handle NvDevice::fault_debugger() const {
+  std::lock_guard lock(rings_mu_);
+  return debugger_.handle();
 }
 
 std::unique_ptr<HWQueue> NvDevice::new_queue(QueueKind kind) {
@@ -131,6 +153,71 @@ std::string NvDevice::channel_details(const NvRing& ring) const {
   }
 }
 
+namespace {
+
+// "GPC0 client GCC (0x11)" / "HUB client 0x6" from an NV_PFB_PRI_MMU_FAULT_INFO word; GPC client names are
+// Ampere's and Hopper's (Blackwell renumbered them: the number only there).
+std::string fault_client(uint32_t info, bool blackwell) {
+  namespace mfi = abi::mmu_fault_info;
+  const uint32_t id = mfi::client(info);
+  if (mfi::client_type(info) == mfi::kClientTypeHub) return cat("HUB client ", hex(id));
+  std::string name;
+  if (!blackwell) {
+    if (id < abi::gpc_client::t1_0 + 8) name = cat("T1_", id - abi::gpc_client::t1_0, " ");
+    if (id == abi::gpc_client::gcc) name = "GCC ";
+    if (id == abi::gpc_client::gpccs) name = "GPCCS ";
+  }
+  return cat("GPC", mfi::gpc_id(info), " client ", name, "(", hex(id), ")");
+}
+
+std::string name_or_number(const char* name, uint32_t value) { return name ? std::string(name) : cat("type ", value); }
+
+}  // namespace
+
+std::string NvDevice::rm_fault_info(const abi::ErrorNotification& n) const {
+  // RM keeps details only of faults in the GR context (the SMs' MMU faults and error registers).
+  if (n.info32 != abi::rc::mmu_fault && n.info32 != abi::rc::gr_exception) return {};
+  if (!debugger_ || !compute_ring_)
+    return cat("; RM's fault record not read: ", debugger_error_.empty() ? "no debugger object" : debugger_error_);
+  const NvGpuFacts& f = gpu_->facts();
+  const bool blackwell = f.sm / 10 >= 10;
+  try {
+    RmClient& rm = gpu_->rm();
+    auto sm = std::make_unique<abi::ReadAllSmErrorStatesParams>();  // 4.7 KiB: not on a waiter's stack
+    *sm = abi::ReadAllSmErrorStatesParams{};
+    sm->target_channel = compute_ring_->channel().channel;
+    sm->num_sms_to_read = std::min<uint32_t>(f.sm_count, abi::kDebugMaxSmsPerCall);
+    rm.control(debugger_.handle(), abi::ctrl::debug_read_all_sm_error_states, *sm);
+    if (sm->mmu_fault.valid) {
+      abi::ReadMmuFaultInfoParams m{};
+      rm.control(debugger_.handle(), abi::ctrl::debug_read_mmu_fault_info, m);
+      const uint32_t info = sm->mmu_fault.fault_info;
+      std::string s = cat("; RM's MMU fault record (first fault by ", fault_client(info, blackwell), ")");
+      if (m.count == 0) s += ": no addresses recorded";
+      for (uint32_t i = 0; i < std::min(m.count, abi::kMmuFaultInfoMaxEntries); ++i) {
+        const abi::MmuFaultInfoEntry& e = m.list[i];
+        s += cat(i == 0 ? ": " : ", then ", "faulting VA ", hex(e.fault_address), " (",
+                 name_or_number(abi::fault_type::name(e.fault_type, blackwell), e.fault_type), ", ",
+                 name_or_number(abi::access_type::name(e.access_type), e.access_type), " access)");
+      }
+      return s;
+    }
+    std::string s;
+    for (uint32_t i = 0; i < sm->num_sms_to_read; ++i) {
+      const abi::SmErrorState& e = sm->sm_error_state[i];
+      if (e.hww_global_esr == 0 && e.hww_warp_esr == 0) continue;
+      s += cat(s.empty() ? "; RM's SM error record: " : ", ", "SM ", i, " global ESR ", hex(e.hww_global_esr),
+               " warp ESR ", hex(e.hww_warp_esr), " warp PC ", hex(e.hww_warp_esr_pc64));
+    }
+    if (s.empty())
+      s = "; RM recorded no MMU fault and no SM error for the compute context (it records only the SMs' own faults; "
+          "the copy engines' and the host's go to the kernel log)";
+    return s;
+  } catch (const Error& e) {
+    return cat("; RM's fault record could not be read: ", e.what());
+  }
+}
+
 std::exception_ptr NvDevice::fault_of(const NvRing& ring) const {
   if (!ring.faulted()) return nullptr;
   std::lock_guard lock(fault_mu_);
@@ -142,11 +229,12 @@ std::exception_ptr NvDevice::fault_of(const NvRing& ring) const {
                                                                    : cat("engine type ", n.info16);
   const Signal& t = timeline_signal();
   const std::string details = channel_details(ring);
+  const std::string recorded = rm_fault_info(n);
   fault_ = std::make_exception_ptr(DeviceFault(
       cat(name(), ": ", what ? what : "channel error", " (RM error ", n.info32, ", Xid ", n.info32, ", on ", engine,
-          " at GPU time ", n.timestamp, " ns): ", ring.describe(), "; timeline signal ", hex(t.addr()), " = ",
-          t.value(), details.empty() ? "; the faulting address is in the kernel log (Xid)" : details,
-          " [", gpu_->describe(), "]")));
+          " at GPU time ", n.timestamp, " ns)", recorded, "; ", ring.describe(), "; timeline signal ", hex(t.addr()),
+          " = ", t.value(), details.empty() ? "; RM logs the rest to the kernel log (Xid)" : details, " [",
+          gpu_->describe(), "]")));
   return fault_;
 }
 

@@ -53,6 +53,9 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   std::vector<capture::RingDump> pending_rings() const override;
   // A channel whose error notifier RM wrote: the DeviceFault naming the channel, the RM error (MMU fault, PBDMA
   // error, GR exception, CE error), the GPFIFO position and entry, the signal values and the channel details.
+  // For an MMU fault or a GR exception it also asks RM, through the SM debugger object, what it recorded for the
+  // compute context (nv/rm/abi/debugger.hpp): faulting VA, fault type, access type, GPC and client, or the SMs'
+  // error registers; if that query fails the message says why and keeps everything else.
   // The first one found stays (the same exception every time).
   std::exception_ptr poll_fault() const override;
 
@@ -73,6 +76,10 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   using ChannelDetails = std::function<std::string(const NvChannelView& channel)>;
   void set_channel_details(ChannelDetails details);
 
+  // The GT200_DEBUGGER object fault reports read RM's fault records through (made with the channels; 0 before
+  // the first queue, or when RM refused it: fault reports then say why). For tools and tests.
+  abi::Handle fault_debugger() const;
+
   // GPFIFO entries per channel ring and bytes of pushbuffer memory per channel.
   static constexpr uint32_t kRingEntries = 1024;
   static constexpr uint64_t kPushbufferBytes = uint64_t{1} << 20;
@@ -87,6 +94,11 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   // The fault of `ring`'s channel if its notifier was written (made once, then kept), else null.
   std::exception_ptr fault_of(const NvRing& ring) const;
   std::string channel_details(const NvRing& ring) const;
+  // What RM recorded about the fault in notification `n`, for the message (starts with "; "), or "" when RM keeps
+  // nothing for that kind of error. Never throws.
+  std::string rm_fault_info(const abi::ErrorNotification& n) const;
+  // Makes debugger_ for the compute channel's compute object (rings_mu_ held, channels_ made).
+  void make_fault_debugger();
 
   void map_signal_page(void* addr, size_t size) override;
   void unmap_signal_page(void* addr, size_t size) override;
@@ -104,6 +116,9 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   std::unique_ptr<NvChannelGroup> channels_;
   std::unique_ptr<NvRing> compute_ring_, copy_ring_;
   ChannelDetails channel_details_;  // set before the rings exist
+  // The SM debugger on the compute object (freed before the channels); why there is none if RM refused it.
+  RmObject debugger_;
+  std::string debugger_error_;
   // The first channel fault found (poll_fault).
   mutable std::mutex fault_mu_;
   mutable std::exception_ptr fault_;

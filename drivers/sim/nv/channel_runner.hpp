@@ -54,11 +54,21 @@ enum class ChannelFaultKind : uint8_t {
 
 const char* to_string(ChannelFaultKind k);
 
+// The access an MMU fault was taken on (NV_PFAULT_ACCESS_TYPE_VIRT_*).
+enum class MmuAccess : uint8_t { read, write, atomic, prefetch };
+
+const char* to_string(MmuAccess a);
+
 struct ChannelFault {
   ChannelFaultKind kind = ChannelFaultKind::pbdma_error;
   uint64_t address = 0;         // the faulting VA (mmu_fault), or 0
   uint64_t gpfifo_position = 0; // GPGet of the entry being executed when it happened
   std::string reason;           // one line for people: method, subchannel, class, what was expected vs found
+  MmuAccess access = MmuAccess::read;  // mmu_fault: the access that faulted
+  // mmu_fault: an SM made the access (a kernel's instruction fetch, constant bank or data), so the fault comes from
+  // a GPC client of GR. RM records only those for the compute context (GT200_DEBUGGER's READ_MMU_FAULT_INFO); the
+  // host's, the front end's and the copy engines' it reports through the notifier and the kernel log only.
+  bool by_sm = false;
 };
 
 // Services the driver gives a runner. All methods are thread-safe and may be called from the runner's threads.
@@ -66,8 +76,9 @@ class ChannelHost {
  public:
   virtual ~ChannelHost() = default;
   // A host pointer for [va, va+size) of memory mapped in the channel's VA space, or nullptr if any byte of the
-  // range lies outside every mapping (the runner then reports an mmu_fault). The pointer stays valid until the
-  // process frees that memory; a runner must not keep it across GPFIFO entries.
+  // range lies outside every mapping (the runner then reports an mmu_fault). Where the process has the bytes mapped
+  // it is the process's own address for them. The pointer stays valid until the process frees or unmaps that
+  // memory; a runner must not keep it across GPFIFO entries.
   virtual std::byte* translate(uint64_t va, uint64_t size) = 0;
   // The GPU's globaltimer in nanoseconds (what semaphore-release timestamps and %globaltimer read).
   virtual uint64_t gpu_time_ns() = 0;

@@ -41,6 +41,7 @@ const char* to_string(RmKind k) {
     case RmKind::memory_local: return "video memory";
     case RmKind::memory_os_descriptor: return "OS-descriptor memory";
     case RmKind::memory_virtual: return "virtual memory range";
+    case RmKind::debugger: return "debugger";
   }
   return "?";
 }
@@ -61,6 +62,7 @@ std::span<const RmKind> allowed_parents(RmKind k) {
     case RmKind::memory_local: return kUnderDeviceOrSubdevice;
     case RmKind::memory_os_descriptor: return kUnderDevice;
     case RmKind::memory_virtual: return kUnderDevice;
+    case RmKind::debugger: return kUnderDevice;
   }
   return {};
 }

@@ -33,6 +33,7 @@ enum class RmKind : uint8_t {
   memory_local,          // NV01_MEMORY_LOCAL_USER (VRAM)
   memory_os_descriptor,  // NV01_MEMORY_SYSTEM_OS_DESCRIPTOR
   memory_virtual,        // NV01_MEMORY_VIRTUAL
+  debugger,              // GT200_DEBUGGER: an SM debugger session on a compute object
 };
 
 const char* to_string(RmKind k);

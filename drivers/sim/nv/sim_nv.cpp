@@ -85,6 +85,7 @@ SimNv::~SimNv() {
     g->dma_vm.clear();
     g->usermode.release();
   }
+  s().cpu_maps.clear();
 }
 
 void SimNv::attach(SimOs& os) { s().os = &os; }
@@ -380,11 +381,13 @@ void* SimNv::mmap(int file, void* addr, size_t length, int prot, int flags, off_
     *err = errno;
     return MAP_FAILED;
   }
+  s().add_cpu_view(ctx.memory, static_cast<std::byte*>(p), ctx.offset, ctx.length);
   return p;
 }
 
 void SimNv::on_munmap(void* addr, size_t length) {
   const auto lo = reinterpret_cast<uintptr_t>(addr);
+  s().drop_cpu_views(lo, length);
   std::unique_lock dl(s().doorbell_mu);
   for (auto it = s().usermode_maps.lower_bound(lo); it != s().usermode_maps.end() && it->first < lo + length;)
     it = s().usermode_maps.erase(it);

@@ -68,6 +68,7 @@ class SimNv final : public SimDriver {
   const SimNvGpuSpec& gpu_spec(size_t gpu) const;
   const std::string& driver_version() const { return version_; }
   // Host pointer for [va, va+size) if it lies in one mapping on GPU `gpu` (or in a channel's USERD); else nullptr.
+  // The process's own address for those bytes when it has them mapped (the unified VA), else the simulator's.
   std::byte* translate(size_t gpu, uint64_t va, uint64_t size);
   uint64_t gpu_time_ns() const;
 

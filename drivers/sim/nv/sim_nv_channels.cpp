@@ -9,6 +9,7 @@
 #include "hcq/error.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
+#include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/notifier.hpp"
 #include "sim/nv/sim_nv_state.hpp"
 
@@ -34,7 +35,46 @@ const char* to_string(ChannelFaultKind k) {
   return "?";
 }
 
+const char* to_string(MmuAccess a) {
+  switch (a) {
+    case MmuAccess::read: return "read";
+    case MmuAccess::write: return "write";
+    case MmuAccess::atomic: return "atomic";
+    case MmuAccess::prefetch: return "prefetch";
+  }
+  return "?";
+}
+
 namespace {
+
+// NV_PFAULT_ACCESS_TYPE_VIRT_* of an access.
+uint32_t access_type(MmuAccess a) {
+  switch (a) {
+    case MmuAccess::read: return abi::access_type::virt_read;
+    case MmuAccess::write: return abi::access_type::virt_write;
+    case MmuAccess::atomic: return abi::access_type::virt_atomic;
+    case MmuAccess::prefetch: return abi::access_type::virt_prefetch;
+  }
+  return abi::access_type::virt_read;
+}
+
+// What RM records for the graphics context when an SM's access faults (kgrctxRecordMmuFault): the first fault's
+// MMU_FAULT_INFO word stays until cleared; the entry goes into a 4-slot ring that keeps the latest 3. The simulated
+// SMs fault only on fetches (instructions, constant bank 0), which the GPC's constant cache makes; every VA the
+// simulator does not map is one without a page table entry (a PTE fault), as an unmapped VA inside a process's
+// page directories is on hardware.
+void record_sm_fault(NvGrFaultRecord& r, const ChannelFault& f) {
+  namespace mfi = abi::mmu_fault_info;
+  const uint32_t access = access_type(f.access);
+  if (!r.valid) {
+    r.valid = true;
+    r.fault_info = mfi::make(abi::fault_type::pte, abi::gpc_client::gcc, access, mfi::kClientTypeGpc, 0);
+  }
+  constexpr uint32_t kSlots = sizeof(r.ring) / sizeof(r.ring[0]);
+  r.ring[r.head] = NvGrFaultRecord::Entry{f.address, abi::fault_type::pte, access};
+  r.head = (r.head + 1) % kSlots;
+  if (r.head == r.tail) r.tail = (r.tail + 1) % kSlots;
+}
 
 // The RM error code (the notifier's info32) of a fault: abi::rc.
 uint32_t robust_channel_code(ChannelFaultKind k, uint32_t ce) {
@@ -86,7 +126,9 @@ std::byte* SimNv::State::translate(size_t gpu, uint64_t va, uint64_t size) {
     std::lock_guard lock(mu);
     auto it = channels.find({gpu, chid});
     if (it == channels.end()) return nullptr;
-    return it->second->userd->backing.host + it->second->userd_offset + off;
+    const NvChannel& ch = *it->second;
+    std::shared_lock vm(vm_mu);
+    return host_view(*ch.userd, ch.userd_offset + off, size, 0);
   }
   const NvGpu& g = *gpus[gpu];
   std::shared_lock vm(vm_mu);
@@ -96,9 +138,58 @@ std::byte* SimNv::State::translate(size_t gpu, uint64_t va, uint64_t size) {
     --it;
     const NvGpuMapping& m = it->second;
     if (va - m.va >= m.size || size > m.size - (va - m.va)) continue;
-    return m.memory->backing.host + m.offset + (va - m.va);
+    return host_view(*m.memory, m.offset + (va - m.va), size, va);
   }
   return nullptr;
+}
+
+// The process reaches VRAM and RM system memory through its own mmap of the memory object, the simulator through
+// its mapping of the same memfd: two addresses for one set of bytes, as on hardware the CPU's and the GPU's are.
+// Handing the simulated GPU the process's address makes the two sides' accesses meet at one address, so the
+// atomics the protocol relies on (GPPut stored with release and loaded with acquire, semaphores, GPGet) order the
+// data around them for every observer of this process's memory, ThreadSanitizer included. The simulator's own
+// mapping stays the fallback for bytes the process has not mapped (or has unmapped).
+std::byte* SimNv::State::host_view(const NvMemory& m, uint64_t offset, uint64_t size, uintptr_t want) const {
+  std::byte* any = nullptr;
+  for (const NvMemory::CpuView& v : m.cpu_views) {
+    if (offset < v.offset || offset - v.offset >= v.length || size > v.length - (offset - v.offset)) continue;
+    std::byte* p = v.addr + (offset - v.offset);
+    if (reinterpret_cast<uintptr_t>(p) == want) return p;
+    if (any == nullptr) any = p;
+  }
+  return any != nullptr ? any : m.backing.host + offset;
+}
+
+void SimNv::State::add_cpu_view(const std::shared_ptr<NvMemory>& m, std::byte* addr, uint64_t offset,
+                                uint64_t length) {
+  std::unique_lock vm(vm_mu);
+  drop_cpu_views_locked(reinterpret_cast<uintptr_t>(addr), length);  // MAP_FIXED replaced what was there
+  m->cpu_views.push_back(NvMemory::CpuView{addr, offset, length});
+  cpu_maps[reinterpret_cast<uintptr_t>(addr)] = m;
+}
+
+void SimNv::State::drop_cpu_views(uintptr_t lo, uint64_t length) {
+  std::unique_lock vm(vm_mu);
+  drop_cpu_views_locked(lo, length);
+}
+
+// A view the range touches goes whole (a partial munmap leaves the rest to the simulator's own mapping).
+void SimNv::State::drop_cpu_views_locked(uintptr_t lo, uint64_t length) {
+  auto it = cpu_maps.lower_bound(lo);
+  if (it != cpu_maps.begin()) --it;  // a view that starts below lo may reach into the range
+  while (it != cpu_maps.end() && it->first < lo + length) {
+    const std::shared_ptr<NvMemory> m = it->second.lock();
+    bool touched = m == nullptr;  // the memory is gone: its views went with it
+    if (m != nullptr) {
+      std::erase_if(m->cpu_views, [&](const NvMemory::CpuView& v) {
+        const auto a = reinterpret_cast<uintptr_t>(v.addr);
+        const bool hit = a == it->first && a < lo + length && lo < a + v.length;
+        touched = touched || hit;
+        return hit;
+      });
+    }
+    it = touched ? cpu_maps.erase(it) : std::next(it);
+  }
 }
 
 uint64_t SimNv::State::time_ns() const {
@@ -111,6 +202,8 @@ void SimNv::State::fault_channel_locked(NvChannel& ch, const ChannelFault& f) {
   if (ch.faulted) return;  // the first fault stops the channel; later reports add nothing
   ch.faulted = true;
   ch.fault = f;
+  if (f.kind == ChannelFaultKind::mmu_fault && f.by_sm && ch.desc.engine == NvEngineKind::compute)
+    record_sm_fault(ch.gr_faults, f);
   const auto& notifier = ch.error_notifier;
   if (notifier && notifier->size >= sizeof(abi::ErrorNotification) && notifier->backing.host) {
     std::byte* n = ch.error_notifier->backing.host;

@@ -6,6 +6,7 @@
 
 #include "hcq/error.hpp"
 #include "nv/rm/abi/ctrl.hpp"
+#include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
 #include "sim/nv/sim_nv_state.hpp"
@@ -36,6 +37,8 @@ constexpr Command kCommands[] = {
     {ctrl::mc_get_arch_info, sizeof(abi::ArchInfoParams), RmKind::subdevice},
     {ctrl::channel_group_gpfifo_schedule, sizeof(abi::GpfifoScheduleParams), RmKind::channel_group},
     {ctrl::gpfifo_get_work_submit_token, sizeof(abi::WorkSubmitTokenParams), RmKind::channel},
+    {ctrl::debug_read_all_sm_error_states, sizeof(abi::ReadAllSmErrorStatesParams), RmKind::debugger},
+    {ctrl::debug_read_mmu_fault_info, sizeof(abi::ReadMmuFaultInfoParams), RmKind::debugger},
 };
 
 const Command* find_command(uint32_t cmd) {
@@ -237,6 +240,45 @@ int SimNv::State::rm_control(void* arg) {
       case ctrl::gpfifo_get_work_submit_token: {
         auto* q = static_cast<abi::WorkSubmitTokenParams*>(params);
         q->token = std::static_pointer_cast<NvChannel>(obj->payload)->desc.work_submit_token;
+        break;
+      }
+      case ctrl::debug_read_all_sm_error_states: {
+        auto* q = static_cast<abi::ReadAllSmErrorStatesParams*>(params);
+        const auto d = std::static_pointer_cast<NvDebugger>(obj->payload);
+        const std::shared_ptr<NvChannel> ch = d->channel.lock();
+        const RmObject* target = tree.find(d->app_client, q->target_channel);
+        if (ch == nullptr) {
+          p->status = st::err_invalid_state;  // the debugged compute object's channel is gone
+        } else if (target == nullptr || target->kind != RmKind::channel) {
+          p->status = st::err_invalid_object_handle;
+        } else if (target->handle != d->channel_handle || q->num_sms_to_read > abi::kDebugMaxSmsPerCall ||
+                   q->starting_sm >= spec->sm_count) {
+          p->status = st::err_invalid_argument;  // another context, or SMs the GPU does not have
+        } else {
+          // The simulated SMs latch no error registers (a twin's failure is reported as a GR exception with the
+          // simulator's reason); the MMU fault state is what RM recorded for the context.
+          std::memset(q->sm_error_state, 0, sizeof q->sm_error_state);
+          q->mmu_fault = abi::DebugMmuFault{};
+          q->mmu_fault.valid = ch->gr_faults.valid ? 1 : 0;
+          q->mmu_fault.fault_info = ch->gr_faults.fault_info;
+          q->mmu_fault_info = ch->gr_faults.fault_info;
+        }
+        break;
+      }
+      case ctrl::debug_read_mmu_fault_info: {
+        auto* q = static_cast<abi::ReadMmuFaultInfoParams*>(params);
+        const auto d = std::static_pointer_cast<NvDebugger>(obj->payload);
+        const std::shared_ptr<NvChannel> ch = d->channel.lock();
+        if (ch == nullptr) {
+          p->status = st::err_invalid_state;
+          break;
+        }
+        // kgrctxLookupMmuFaultInfo: the ring from its oldest entry to its newest.
+        *q = abi::ReadMmuFaultInfoParams{};
+        const NvGrFaultRecord& r = ch->gr_faults;
+        constexpr uint32_t kSlots = sizeof(r.ring) / sizeof(r.ring[0]);
+        for (uint32_t i = r.tail; i != r.head; i = (i + 1) % kSlots)
+          q->list[q->count++] = abi::MmuFaultInfoEntry{r.ring[i].address, r.ring[i].fault_type, r.ring[i].access_type};
         break;
       }
       default:

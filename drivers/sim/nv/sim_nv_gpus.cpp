@@ -39,7 +39,7 @@ std::vector<uint32_t> SimNvGpuSpec::classes() const {
   std::vector<uint32_t> out = {cls::memory_system, cls::memory_local_user, cls::memory_virtual,
                                cls::memory_system_os_descriptor, cls::device, cls::subdevice,
                                c.context_share, c.va_space, c.channel_group,
-                               c.gpfifo, c.compute, c.copy};
+                               c.gpfifo, c.compute, c.copy, cls::gt200_debugger};
   out.insert(out.end(), c.usermode.begin(), c.usermode.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

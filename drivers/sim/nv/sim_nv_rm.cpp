@@ -12,6 +12,7 @@
 #include "nv/facts/arch.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
+#include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
 #include "sim/nv/sim_nv_state.hpp"
@@ -43,6 +44,7 @@ std::optional<RmKind> kind_of_class(uint32_t c) {
     case cls::memory_local_user: return RmKind::memory_local;
     case cls::memory_system_os_descriptor: return RmKind::memory_os_descriptor;
     case cls::memory_virtual: return RmKind::memory_virtual;
+    case cls::gt200_debugger: return RmKind::debugger;
     default: break;
   }
   for (const nv::NvArchInfo& a : nv::nv_arch_table()) {
@@ -75,6 +77,7 @@ ParamRule params_of(RmKind k) {
     case RmKind::memory_system: return {sizeof(abi::MemoryAllocParams), true};
     case RmKind::memory_virtual: return {sizeof(abi::MemoryVirtualAllocParams), true};
     case RmKind::memory_os_descriptor: return {0, true};  // NV_OS_DESC_MEMORY_ALLOCATION_PARAMS: not simulated
+    case RmKind::debugger: return {sizeof(abi::DebuggerAllocParams), true};
     default: return {0, false};
   }
 }
@@ -274,6 +277,41 @@ int SimNv::State::rm_alloc(int file, void* arg, size_t size) {
     case RmKind::memory_os_descriptor:
       status = st::err_not_supported;  // only through RM_ALLOC_MEMORY (NVOS02) here
       return 0;
+    case RmKind::debugger: {
+      // ksmdbgssnConstruct: the old interface is refused; the debuggee client (0: the caller's) must exist and
+      // hold the object; the object must be a compute object, on this device's GPU.
+      abi::DebuggerAllocParams p;
+      std::memcpy(&p, params, sizeof p);
+      if (p.debugger_client_obsolete != 0) {
+        status = st::err_invalid_argument;
+        return 0;
+      }
+      const RmHandle app = p.app_client != 0 ? p.app_client : a21->client;
+      if (!tree.client_exists(app)) {
+        status = st::err_invalid_client;
+        return 0;
+      }
+      const RmObject* target = tree.find(app, p.class3d_object);
+      if (target == nullptr) {
+        status = st::err_invalid_object_parent;
+        return 0;
+      }
+      if (target->kind != RmKind::compute) {
+        status = st::err_invalid_object;
+        return 0;
+      }
+      if (target->gpu != obj.gpu) {
+        status = st::err_invalid_argument;
+        return 0;
+      }
+      auto d = std::make_shared<NvDebugger>();
+      d->app_client = app;
+      d->compute_object = target->handle;
+      d->channel_handle = target->parent;
+      d->channel = std::static_pointer_cast<NvEngineObject>(target->payload)->channel;
+      obj.payload = d;
+      break;
+    }
     default:
       break;
   }

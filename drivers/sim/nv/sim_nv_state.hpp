@@ -1,9 +1,9 @@
 // The simulated NVIDIA driver's state and the handlers of its escapes, shared by sim_nv*.cpp. Private to
 // drivers/sim/nv: nothing outside includes it.
 //
-// Locks, in order: mu (files, the RM object tree, UVM state, channels), then vm_mu (every GPU's mappings: read by
-// translate() from runner threads), then doorbell_mu (usermode pages mapped on the host). Runners are created and
-// destroyed with no lock held, since they call back into the driver.
+// Locks, in order: mu (files, the RM object tree, UVM state, channels), then vm_mu (every GPU's mappings and the
+// process's mappings of memory objects: read by translate() from runner threads), then doorbell_mu (usermode pages
+// mapped on the host). Runners are created and destroyed with no lock held, since they call back into the driver.
 #pragma once
 
 #include <atomic>
@@ -36,6 +36,14 @@ struct NvMemory final : RmPayload {
   uint64_t size = 0;        // bytes, rounded to the page size
   uint64_t page_size = 0;   // 4 KiB, 64 KiB or 2 MiB
   NvBacking backing;        // vram/sysmem; for os_descriptor only `host` is set (the process's own pages)
+  // The process's mappings of this memory (its mmap of what RM_MAP_MEMORY prepared), until it unmaps them
+  // (State::vm_mu). They show the same bytes as `backing.host`; translate() hands the simulated GPU these addresses
+  // instead, so the GPU's accesses land where the process's own do (see State::host_view).
+  struct CpuView {
+    std::byte* addr = nullptr;
+    uint64_t offset = 0, length = 0;  // the bytes of this memory it shows
+  };
+  std::vector<CpuView> cpu_views;
   ~NvMemory() override {
     if (where != Where::os_descriptor) backing.release();
   }
@@ -52,6 +60,20 @@ struct NvChannelGroup final : RmPayload {
   bool scheduled = false;
 };
 
+// What RM keeps of MMU faults an SM made in a channel's graphics context (kgrctxRecordMmuFault): the first fault's
+// NV_PFB_PRI_MMU_FAULT_INFO word and a ring of 4 slots holding the latest 3 (address, fault type, access type).
+// Read through GT200_DEBUGGER (sim_nv_ctrl.cpp). State::mu.
+struct NvGrFaultRecord {
+  bool valid = false;
+  uint32_t fault_info = 0;
+  struct Entry {
+    uint64_t address = 0;
+    uint32_t fault_type = 0, access_type = 0;
+  };
+  Entry ring[4];
+  uint32_t head = 0, tail = 0;
+};
+
 // A GPFIFO channel. Reached from the RM object (payload) and from State::channels (for doorbells); freed when both
 // let go. The runner is destroyed before the host (its destructor stops its threads).
 struct NvChannel final : RmPayload {
@@ -65,6 +87,7 @@ struct NvChannel final : RmPayload {
   bool scheduled = false;                     // State::mu
   bool faulted = false;                       // State::mu
   ChannelFault fault;                         // State::mu
+  NvGrFaultRecord gr_faults;                  // State::mu: the SMs' MMU faults (compute channels)
   std::atomic<uint64_t> doorbells{0};
   std::mutex runner_mu;  // held around runner calls and while the runner is replaced
   std::unique_ptr<ChannelHost> host;  // an NvChannelHost (sim_nv_channels.cpp)
@@ -76,6 +99,12 @@ struct NvChannel final : RmPayload {
 struct NvEngineObject final : RmPayload {
   std::weak_ptr<NvChannel> channel;
   uint32_t class_id = 0;
+};
+
+// GT200_DEBUGGER: the compute object it was allocated for, on the channel whose context it reads.
+struct NvDebugger final : RmPayload {
+  RmHandle app_client = 0, compute_object = 0, channel_handle = 0;
+  std::weak_ptr<NvChannel> channel;
 };
 
 // One GPU mapping: [va, va + size) of a GPU's VA space shows `memory` from `offset` on.
@@ -148,6 +177,8 @@ struct SimNv::State {
   mutable std::shared_mutex vm_mu;
   mutable std::shared_mutex doorbell_mu;
   std::map<uintptr_t, std::pair<size_t, uint64_t>> usermode_maps;  // host address -> (gpu, length)
+  // The process's mappings of memory objects: address -> the memory whose cpu_views hold it (vm_mu).
+  std::map<uintptr_t, std::weak_ptr<NvMemory>> cpu_maps;
 
   // ---- sim_nv_rm.cpp: RM escapes (the parameter block is the kernel's copy; `file` the caller's file id)
   int rm_alloc(int file, void* arg, size_t size);
@@ -166,6 +197,13 @@ struct SimNv::State {
   void uvm_file_closed(int id);
   // ---- sim_nv_channels.cpp
   std::byte* translate(size_t gpu, uint64_t va, uint64_t size);
+  // Where bytes [offset, offset + size) of `m` are for the simulated GPU: the process's own mapping of them (the
+  // one at `want`, when it maps them there), else the simulator's. With vm_mu held.
+  std::byte* host_view(const NvMemory& m, uint64_t offset, uint64_t size, uintptr_t want) const;
+  // The process mapped [addr, addr + length) to `m` from `offset` on / unmapped a range (forgets views in it).
+  void add_cpu_view(const std::shared_ptr<NvMemory>& m, std::byte* addr, uint64_t offset, uint64_t length);
+  void drop_cpu_views(uintptr_t lo, uint64_t length);
+  void drop_cpu_views_locked(uintptr_t lo, uint64_t length);
   uint64_t time_ns() const;
   void fault_channel(size_t gpu, uint32_t channel_id, const ChannelFault& f);
   void fault_channel_locked(NvChannel& ch, const ChannelFault& f);

@@ -35,8 +35,10 @@ class ChannelContext : public GuestMemory<ChannelHost> {
   // Runs a launch through the attached kernel runner: "" when it ran, else why not.
   std::string run_launch(const Launch& l);
 
-  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`.
-  Step fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason);
+  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`. `access` and
+  // `by_sm` describe an mmu_fault (ChannelFault).
+  Step fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason,
+             MmuAccess access = MmuAccess::read, bool by_sm = false);
   const ChannelFault& last_fault() const { return fault_; }
 
  private:

@@ -44,6 +44,13 @@ class ComputeEngine final : public ClassEngine {
     return Outcome::fault;
   }
 
+  // An SM's fetch (instructions, constant bank) from an unmapped VA: a read fault of a GPC client.
+  Outcome sm_fetch_fault(const MethodCall& c, uint64_t address, const std::string& why) {
+    ctx_.fault(ChannelFaultKind::mmu_fault, c.at, address,
+               std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why, MmuAccess::read, true);
+    return Outcome::fault;
+  }
+
   Outcome pcas(const MethodCall& c) {
     const nv::BitField* f = c.method.field("PCAS_ACTION");
     const std::string_view action = f->name_of(f->get(c.data));
@@ -104,15 +111,15 @@ class ComputeEngine final : public ClassEngine {
 
     l.program_va = (get(r.program_address_lower) | (get(r.program_address_upper) << 32)) << r.program_address_shift;
     if (!ctx_.ptr(l.program_va, 4))
-      return fault(ChannelFaultKind::mmu_fault, c, l.program_va, at + "PROGRAM_ADDRESS " + hex(l.program_va) + " is not mapped");
+      return sm_fetch_fault(c, l.program_va, at + "PROGRAM_ADDRESS " + hex(l.program_va) + " is not mapped");
     const q::ConstantBufferRoles& cb = r.cbuf[0];
     if (get(cb.valid) == 0) return bad("CONSTANT_BUFFER_VALID_0 is not set: the kernel has no parameters bank");
     l.cbank0_va = (get(cb.address_lower) | (get(cb.address_upper) << 32)) << r.cbuf_address_shift;
     l.cbank0_size = static_cast<uint32_t>(get(cb.size_shifted4) << 4);
     if (l.cbank0_size == 0) return bad("CONSTANT_BUFFER_SIZE_SHIFTED4_0 is 0");
     if (!ctx_.ptr(l.cbank0_va, l.cbank0_size))
-      return fault(ChannelFaultKind::mmu_fault, c, l.cbank0_va,
-                   at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
+      return sm_fetch_fault(c, l.cbank0_va,
+                            at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
     l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
 
     const std::string error = ctx_.run_launch(l);
