@@ -49,8 +49,10 @@ constexpr const char* kBenchHelp =
     "  encode_ns    host time to build one complete launch (wait + memory_barrier + exec + signal) on a fresh\n"
     "               queue, not submitted\n"
     "  copy_gbps    64 MiB h2d, d2h, d2d through Buffer, each beside memcpy_gbps (host memcpy, same run)\n"
-    "  graph        host time of one replay of an N-kernel graph with changed input addresses: per_kernel_ns and\n"
-    "               fixed_us (fitted over N = 16 and 256), beside eager_per_kernel_ns for the same calls\n"
+    "  graph        host time of one replay of an N-kernel graph with changed input addresses, for N = 16, 64\n"
+    "               and 256 replayed in interleaved rounds; per N the median of 400 replays (replay_us), and\n"
+    "               through those medians a least-squares line: fixed_us + N * per_kernel_ns. Beside it\n"
+    "               eager_per_kernel_ns: the 256 calls launched eagerly, per call\n"
     "  cuda_launch_us on a real NVIDIA GPU (NV:n) with libcuda.so.1: CUDA's cuLaunchKernel + cuStreamSynchronize of\n"
     "               the same cubin, timed like launch_us in the same run (absent elsewhere; the table says why)\n"
     "Targets (issue 2) are printed beside the numbers.\n"
@@ -388,8 +390,10 @@ void print_json(const std::vector<DeviceResult>& results) {
         .begin_object()
         .field("per_kernel_ns", r.graph.per_kernel_ns)
         .field("fixed_us", r.graph.fixed_us)
-        .field("eager_per_kernel_ns", r.graph.eager_per_kernel_ns)
-        .end_object();
+        .field("eager_per_kernel_ns", r.graph.eager_per_kernel_ns);
+    w.key("replay_us").begin_object();  // per graph size: the median the fit goes through
+    for (const GraphSizeResult& g : r.graph.sizes) w.field(std::to_string(g.kernels), g.median_us);
+    w.end_object().end_object();
     if (r.cuda_launch) {
       w.key("cuda_launch_us")
           .begin_object()

@@ -144,8 +144,12 @@ capture::RingDump AmdRing::pending() const {
 }
 
 void AmdRing::wait_room(uint64_t pos, uint64_t need) {
-  if (pos + need - read_words() <= ring_words_) [[likely]]
+  // The read pointer lives on a line the GPU keeps writing: load it only when the room seen last is not enough
+  // (an AQL submit asks once per 64-byte packet).
+  if (pos + need - read_seen_words_ <= ring_words_) [[likely]]
     return;
+  read_seen_words_ = read_words();
+  if (pos + need - read_seen_words_ <= ring_words_) return;
   publish(pos);  // what is already written must reach the GPU, or it never frees room
   const auto limit = knobs::wait_timeout();
   uint64_t seen = read_words();
@@ -153,7 +157,10 @@ void AmdRing::wait_room(uint64_t pos, uint64_t need) {
   auto sleep = std::chrono::microseconds(1);
   for (;;) {
     const uint64_t r = read_words();
-    if (pos + need - r <= ring_words_) return;
+    if (pos + need - r <= ring_words_) {
+      read_seen_words_ = r;
+      return;
+    }
     if (check_) check_();
     const auto now = Clock::now();
     if (r != seen) {

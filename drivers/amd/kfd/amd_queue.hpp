@@ -91,6 +91,7 @@ class AmdRing {
   mutable std::mutex mu_;
   uint64_t wptr_words_ = 0;      // written so far
   uint64_t published_words_ = 0;  // handed to the GPU
+  uint64_t read_seen_words_ = 0;  // the GPU read pointer as last loaded (it only grows)
   std::vector<uint32_t> filler_;
   std::function<void()> check_;
 };

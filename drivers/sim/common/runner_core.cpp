@@ -3,6 +3,7 @@
 #include "sim/common/runner_core.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace hcq::sim {
 
@@ -17,11 +18,31 @@ const char* to_string(RunnerState s) {
 }
 
 namespace {
+// How long an idle simulator thread keeps looking at its doorbell count before it sleeps. A command processor
+// polls all the time; this polls long enough to catch the next submission of a host that submits in a loop
+// (launch, wait, launch; a graph replayed over and over), so that it costs the host a store rather than a futex
+// wake, and briefly enough that idle simulated GPUs leave the machine's cores to others. Between looks the thread
+// yields, so on a busy machine the poll gives way to anything runnable.
+constexpr std::chrono::microseconds kIdlePoll{50};
+
+// Looks at `doorbells` until it differs from `seen` (true) or kIdlePoll has passed (false).
+bool poll_doorbells(const std::atomic<uint64_t>& doorbells, uint64_t seen) {
+  const auto until = std::chrono::steady_clock::now() + kIdlePoll;
+  for (;;) {
+    if (doorbells.load() != seen) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+}
+
 // Sleeps after a step that made no progress: a waiting runner re-polls after `sleep`, which doubles up to `max`; an
 // idle (or faulted) one sleeps until `woken` (a doorbell or a stop). Either way `woken` cuts the sleep short.
+// `parked` is raised before `woken` first looks at the doorbell count (see the top of runner_core.hpp).
 template <class Woken>
-void park(std::condition_variable& cv, std::unique_lock<std::mutex>& lk, bool waiting, Woken woken,
-          std::chrono::microseconds& sleep, std::chrono::microseconds min, std::chrono::microseconds max) {
+void park(std::condition_variable& cv, std::unique_lock<std::mutex>& lk, std::atomic<bool>& parked, bool waiting,
+          Woken woken, std::chrono::microseconds& sleep, std::chrono::microseconds min,
+          std::chrono::microseconds max) {
+  parked.store(true);
   if (waiting) {
     cv.wait_for(lk, sleep, woken);
     sleep = std::min(sleep * 2, max);
@@ -29,6 +50,15 @@ void park(std::condition_variable& cv, std::unique_lock<std::mutex>& lk, bool wa
     cv.wait(lk, woken);
     sleep = min;
   }
+  parked.store(false);
+}
+
+// A doorbell's wake-up of a thread that may be asleep on `cv` (the ringer has already counted its doorbell). Taking
+// the lock orders it after the sleeper's last look at the count, so the notify cannot fall before the sleep.
+void wake(std::mutex& mu, std::condition_variable& cv, const std::atomic<bool>& parked) {
+  if (!parked.load()) return;  // awake: it looks at the count again before it sleeps
+  { std::lock_guard<std::mutex> lk(mu); }
+  cv.notify_all();
 }
 }  // namespace
 
@@ -45,7 +75,7 @@ void RunnerGroup::add(StepRunner* r) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     runners_.push_back(r);
-    ++doorbells_;
+    doorbells_.fetch_add(1);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
   cv_.notify_all();
@@ -57,18 +87,15 @@ void RunnerGroup::remove(StepRunner* r) {
 }
 
 void RunnerGroup::kick() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    ++doorbells_;
-  }
-  cv_.notify_all();
+  doorbells_.fetch_add(1);
+  wake(mu_, cv_, parked_);
 }
 
 void RunnerGroup::loop() {
   std::chrono::microseconds sleep = poll_min_;
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    const uint64_t seen = doorbells_;
+    const uint64_t seen = doorbells_.load();
     bool progress = false, waiting = false;
     // In creation order, each runner runs until it idles, waits or faults (budget permitting).
     for (StepRunner* r : runners_) {
@@ -80,7 +107,14 @@ void RunnerGroup::loop() {
       sleep = poll_min_;
       continue;
     }
-    park(cv_, lk, waiting, [&] { return stop_ || doorbells_ != seen; }, sleep, poll_min_, poll_max_);
+    if (!waiting) {
+      // All idle: poll without the lock, so runners come and go meanwhile.
+      lk.unlock();
+      const bool rung = poll_doorbells(doorbells_, seen);
+      lk.lock();
+      if (rung) continue;
+    }
+    park(cv_, lk, parked_, waiting, [&] { return stop_ || doorbells_.load() != seen; }, sleep, poll_min_, poll_max_);
   }
 }
 
@@ -105,12 +139,9 @@ StepRunner::~StepRunner() {
 }
 
 void StepRunner::doorbell() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    ++doorbells_;
-  }
+  doorbells_.fetch_add(1);
   if (thread_.joinable())
-    cv_.notify_all();
+    wake(mu_, cv_, parked_);
   else
     group_.kick();
 }
@@ -124,7 +155,7 @@ bool StepRunner::wait_settled(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lk(mu_);
   return settled_cv_.wait_for(lk, timeout, [&] {
     return state_ == RunnerState::faulted ||
-           (ran_after_ == doorbells_ && (state_ == RunnerState::idle || state_ == RunnerState::waiting));
+           (ran_after_ == doorbells_.load() && (state_ == RunnerState::idle || state_ == RunnerState::waiting));
   });
 }
 
@@ -141,7 +172,7 @@ Step StepRunner::step() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == RunnerState::faulted) return Step::faulted;
-    seen = doorbells_;
+    seen = doorbells_.load();
   }
   const Step s = engine_.step();
   std::string waiting = s == Step::waiting ? engine_.waiting_on() : std::string();
@@ -161,7 +192,7 @@ Step StepRunner::step() {
 
 bool StepRunner::rung_since_step() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return doorbells_ != ran_after_;
+  return doorbells_.load() != ran_after_;
 }
 
 void StepRunner::loop() {
@@ -171,16 +202,17 @@ void StepRunner::loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (stop_) return;
-      seen = doorbells_;
+      seen = doorbells_.load();
     }
     const Step s = step();
     if (s == Step::progress) {
       sleep = group_.poll_min_;
       continue;
     }
+    if (s == Step::idle && poll_doorbells(doorbells_, seen)) continue;
     std::unique_lock<std::mutex> lk(mu_);
-    park(cv_, lk, s == Step::waiting, [&] { return stop_ || doorbells_ != seen; }, sleep, group_.poll_min_,
-         group_.poll_max_);
+    park(cv_, lk, parked_, s == Step::waiting, [&] { return stop_ || doorbells_.load() != seen; }, sleep,
+         group_.poll_min_, group_.poll_max_);
   }
 }
 

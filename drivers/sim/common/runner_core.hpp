@@ -2,12 +2,20 @@
 // either on a simulator thread of its own (threaded mode) or on one thread that serves every runner of a group,
 // round-robin in creation order (deterministic mode). A runner that waits (WAIT_REG_MEM, a semaphore acquire, ...)
 // re-polls after a sleep that doubles from poll_min to poll_max and is cut short by a doorbell; an idle runner
-// sleeps until a doorbell. No lock is held while the engine runs, and teardown stops the thread promptly.
+// polls its doorbell for a moment (kIdlePoll), then sleeps until a doorbell. No lock is held while the engine runs,
+// and teardown stops the thread promptly.
+//
+// A doorbell is what it is on hardware, a store (here an atomic count) the command processor notices, plus a
+// wake-up only when the simulator thread is asleep: the thread raises `parked` before its last look at the count,
+// the ringer reads `parked` after its increment (both sequentially consistent), so one of them always sees the
+// other and a doorbell is never lost. A submission that finds the thread awake (running, or polling after going
+// idle) costs the submitting host thread no lock and no system call.
 //
 // The engines plug in through SteppedEngine (what one step runs, what it waits on, keeping a fault record); the
 // core keeps the doorbell count, the runner's state and the threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -75,10 +83,11 @@ class RunnerGroup {
 
   const Scheduling scheduling_;
   const std::chrono::microseconds poll_min_, poll_max_;
-  std::mutex mu_;  // runners_, doorbells_, stop_; held while a round runs, so remove() waits for the round
+  std::mutex mu_;  // runners_, stop_; held while a round runs, so remove() waits for the round
   std::condition_variable cv_;
   std::list<StepRunner*> runners_;
-  uint64_t doorbells_ = 0;
+  std::atomic<uint64_t> doorbells_{0};  // rung without mu_: a kick never waits for a round
+  std::atomic<bool> parked_{false};     // the thread sleeps (or is about to): a kick must wake it
   bool stop_ = false;
   std::thread thread_;  // deterministic mode
 };
@@ -117,7 +126,10 @@ class StepRunner {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   mutable std::condition_variable settled_cv_;
-  uint64_t doorbells_ = 1;  // a new runner looks at its ring once (the write pointer may already be set)
+  // Rung without mu_ (see the top of this file). A new runner looks at its ring once: the write pointer may
+  // already be set.
+  std::atomic<uint64_t> doorbells_{1};
+  std::atomic<bool> parked_{false};  // the thread sleeps (or is about to): a doorbell must wake it
   uint64_t ran_after_ = 0;
   bool stop_ = false;
   RunnerState state_ = RunnerState::idle;
