@@ -205,6 +205,14 @@ TEST_P(SimKfdTest, SameVaOnHostAndGpu) {
   std::memcpy(gpu, "from gpu!", 10);  // and the other way round
   EXPECT_EQ(std::memcmp(static_cast<char*>(p) + 100, "from gpu!", 10), 0);
   EXPECT_EQ(kfd_->translate(gpu_id_, va + 65530, 16), nullptr) << "a range past the end faults";
+  // The simulated GPU uses the process's own mapping while there is one (so host and engines touch the same
+  // addresses), and the simulator's once the process unmaps it; the bytes are the same either way.
+  EXPECT_EQ(gpu, static_cast<std::byte*>(p) + 100);
+  ASSERT_EQ(os_->munmap(p, 65536), 0);
+  gpu = kfd_->translate(gpu_id_, va + 100, 10);
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_NE(gpu, reinterpret_cast<std::byte*>(va + 100));
+  EXPECT_EQ(std::memcmp(gpu, "from gpu!", 10), 0);
   // Render-node mmap: only a buffer's exact offset, no larger than the buffer.
   EXPECT_EQ(os_->mmap(nullptr, 65536, PROT_READ, MAP_SHARED, render_, static_cast<off_t>(off + 4096)), MAP_FAILED);
   EXPECT_EQ(errno, EINVAL);

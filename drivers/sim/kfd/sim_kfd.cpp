@@ -71,6 +71,12 @@ struct SimKfd::Bo {
   int fd = -1;                // backing memfd, or the GPU's doorbell/MMIO memfd (not owned) for those kinds
   bool owns_fd = false;
   std::byte* host = nullptr;  // the simulator's pointer to byte 0
+  // The process's own mapping of byte 0 (its render-node mmap) while it lasts, guarded by vm_mu_. translate()
+  // prefers it: the simulated GPU then reads and writes the very addresses the host uses, so the host's release
+  // stores (write pointers, signals) and the engines' acquire loads pair up for ThreadSanitizer as they do in
+  // hardware's coherent view; the simulator's own mapping serves only bytes the process has not mapped.
+  std::byte* process_view = nullptr;
+  uint64_t process_view_bytes = 0;
   std::set<uint32_t> mapped_on;  // gpu ids
   ~Bo() {
     if (owns_fd) {
@@ -664,6 +670,7 @@ std::byte* SimKfd::translate(uint32_t gpu_id, uint64_t va, uint64_t size) {
     if (x->gpu_id == gpu_id) g = x.get();
   if (g == nullptr || !range_mapped(*g, va, size)) return nullptr;
   const Bo& bo = *std::prev(g->vm.upper_bound(va))->second;
+  if (bo.process_view != nullptr && va + size <= bo.va + bo.process_view_bytes) return bo.process_view + (va - bo.va);
   return bo.host + (va - bo.va);
 }
 
@@ -684,11 +691,13 @@ void* SimKfd::mmap(int file, void* addr, size_t length, int prot, int flags, off
   off_t fd_offset = 0;
   bool doorbell = false;
   size_t doorbell_gpu = 0;
+  Bo* viewed = nullptr;  // a buffer the process now maps (its byte 0 at the returned address)
   if (f.kind == File::Kind::render) {
     // A buffer's render-node offset, exactly (drm_gem_mmap looks the offset up exactly); no larger than the buffer.
-    const Bo* found = nullptr;
+    Bo* found = nullptr;
     for (const auto& [h, bo] : bos_)
       if (bo->kind != Bo::Kind::userptr && bo->gpu_index == f.gpu_index && bo->mmap_offset == off) found = bo.get();
+    viewed = found;
     if (found == nullptr || length > found->size) {
       *err = EINVAL;
       return MAP_FAILED;
@@ -727,6 +736,14 @@ void* SimKfd::mmap(int file, void* addr, size_t length, int prot, int flags, off
     *err = errno;
     return MAP_FAILED;
   }
+  {
+    std::unique_lock vm(vm_mu_);
+    forget_process_views(p, length);  // a mapping over an older one replaces it
+    if (viewed != nullptr) {
+      viewed->process_view = static_cast<std::byte*>(p);
+      viewed->process_view_bytes = length;
+    }
+  }
   lock.unlock();
   if (doorbell) {
     std::unique_lock dl(doorbell_mu_);
@@ -735,7 +752,23 @@ void* SimKfd::mmap(int file, void* addr, size_t length, int prot, int flags, off
   return p;
 }
 
+void SimKfd::forget_process_views(void* addr, size_t length) {
+  const auto lo = reinterpret_cast<uintptr_t>(addr);
+  for (const auto& [h, bo] : bos_) {
+    const auto view = reinterpret_cast<uintptr_t>(bo->process_view);
+    if (bo->process_view != nullptr && view < lo + length && lo < view + bo->process_view_bytes) {
+      bo->process_view = nullptr;  // even a partial unmap: the simulator's own mapping serves it from now on
+      bo->process_view_bytes = 0;
+    }
+  }
+}
+
 void SimKfd::on_munmap(void* addr, size_t length) {
+  {
+    std::lock_guard lock(mu_);
+    std::unique_lock vm(vm_mu_);
+    forget_process_views(addr, length);
+  }
   const auto lo = reinterpret_cast<uintptr_t>(addr);
   std::unique_lock dl(doorbell_mu_);
   for (auto it = doorbell_maps_.lower_bound(lo); it != doorbell_maps_.end() && it->first < lo + length;)

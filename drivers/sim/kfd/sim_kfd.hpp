@@ -123,6 +123,8 @@ class SimKfd final : public SimDriver {
   int runtime_enable(void* a);
 
   Gpu* gpu_by_id(uint32_t gpu_id);
+  // Forgets the process views (Bo::process_view) that overlap [addr, addr + length); mu_ and vm_mu_ held.
+  void forget_process_views(void* addr, size_t length);
   Gpu* gpu_by_minor(uint32_t minor);
   std::shared_ptr<Bo> bo_by_handle(uint64_t handle);
   bool range_mapped(const Gpu& g, uint64_t va, uint64_t size) const;
