@@ -64,10 +64,12 @@ void AqlEncoder::barrier_and(std::span<const Sym> deps, Sym completion_signal) {
 }
 
 void AqlEncoder::pm4_ib(Sym addr, uint32_t size_dwords) {
-  const Layout& l = kVendorPm4Ib;
-  w_.u32(header(VENDOR_SPECIFIC, true, SCOPE_SYSTEM, SCOPE_SYSTEM) | F(l, "vendor_format").place(kVendorFormatPm4Ib));
+  // Once per dispatch on every AQL submit: the field is looked up once, the PM4 words built in a reused vector.
+  static const uint32_t vendor_format = F(kVendorPm4Ib, "vendor_format").place(kVendorFormatPm4Ib);
+  w_.u32(header(VENDOR_SPECIFIC, true, SCOPE_SYSTEM, SCOPE_SYSTEM) | vendor_format);
   // The IB packet itself, then how many dwords of the 64-byte slot follow it (ROCr and tinygrad write 10).
-  std::vector<uint32_t> ib;
+  thread_local std::vector<uint32_t> ib;
+  ib.clear();
   Pm4Encoder(t_, ib).indirect_buffer(0u, size_dwords);
   w_.u32(ib[0]);
   w_.sym64(addr);

@@ -1,6 +1,7 @@
 #include "amd/kfd/amd_aql_queue.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "amd/aql_facts.hpp"
@@ -43,7 +44,7 @@ AmdAqlQueue::Staging& AmdAqlQueue::take_staging(uint64_t bytes) {
 }
 
 void AmdAqlQueue::add_ib(uint64_t va, uint64_t n) {
-  const uint64_t max = pm4::kIndirectBuffer.find("ib_size")->mask();
+  static const uint64_t max = pm4::kIndirectBuffer.find("ib_size")->mask();  // per dispatch per replay: once
   if (n > max)
     throw InvalidArgument(cat(device().name(), ": AQL queue: ", n, " dwords of PM4 between dispatches; an indirect "
                               "buffer holds at most ", max, " (bind() or split the queue)"));
@@ -71,8 +72,11 @@ void AmdAqlQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
     const size_t n = packets_.size();
     packets_.resize(n + aql::kPacketWords);
     std::memcpy(packets_.data() + n, d.packet, aql::kPacketBytes);  // patched in side memory by HWQueue::submit
-    // grid (work-items) = groups x local, from the launch block as this submit patched it.
-    static const char* const kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+    // grid (work-items) = groups x local, from the launch block as this submit patched it. The fields are looked
+    // up by name once: this runs per dispatch on every replay.
+    static const std::array<uint32_t, 3> kGridDword = {aql::kKernelDispatch.find("grid_size_x")->dword,
+                                                       aql::kKernelDispatch.find("grid_size_y")->dword,
+                                                       aql::kKernelDispatch.find("grid_size_z")->dword};
     uint32_t dims[6];
     std::memcpy(dims, d.launch_block, sizeof dims);
     for (int i = 0; i < 3; ++i) {
@@ -80,7 +84,7 @@ void AmdAqlQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
       if (grid > 0xffffffffull)
         throw InvalidArgument(cat(device().name(), ": exec of ", d.program, " on the AQL queue: grid dim ", i, " of ",
                                   grid, " work-items does not fit the packet's 32 bits"));
-      packets_[n + aql::kKernelDispatch.find(kGrid[i])->dword] = static_cast<uint32_t>(grid);
+      packets_[n + kGridDword[i]] = static_cast<uint32_t>(grid);
     }
     done = d.at;
   }
