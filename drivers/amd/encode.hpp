@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <vector>
 
@@ -47,12 +48,21 @@ class WordWriter {
    public:
     Packet(const Packet&) = delete;
     Packet& operator=(const Packet&) = delete;
-    ~Packet() { assert(at_ == end_ && "packet: word count differs from the size it was opened with"); }
+    // An encoder that throws part-way (a symbolic operand without a sink) leaves the packet short; its caller
+    // discards the words.
+    ~Packet() {
+      assert((at_ == end_ || std::uncaught_exceptions() > 0) && "packet: word count differs from its opened size");
+    }
     void u32(uint32_t v) { *at_++ = v; }
-    void words(std::span<const uint32_t> ws) {
+    // Copies `ws` and returns where they went (for rewriting some of them).
+    uint32_t* words(std::span<const uint32_t> ws) {
+      uint32_t* first = at_;
       std::copy(ws.begin(), ws.end(), at_);
       at_ += ws.size();
+      return first;
     }
+    // The index in the word vector of the next word written.
+    size_t index() const { return first_ + static_cast<size_t>(at_ - base_); }
     void u64(uint64_t v) {
       u32(static_cast<uint32_t>(v));
       u32(static_cast<uint32_t>(v >> 32));
@@ -80,7 +90,6 @@ class WordWriter {
     friend class WordWriter;
     Packet(WordWriter& w, size_t first, size_t n)
         : w_(w), first_(first), base_(w.w_.data() + first), at_(base_), end_(base_ + n) {}
-    size_t index() const { return first_ + static_cast<size_t>(at_ - base_); }
     WordWriter& w_;
     size_t first_;
     uint32_t* base_;
@@ -178,6 +187,8 @@ class Pm4Encoder {
 
  private:
   void set_sh_header(WordWriter::Packet& p, uint32_t reg, uint32_t count);
+  // exec() without the per-thread memo; reports where the kernarg and dispatch packet addresses were written.
+  void encode_exec(const KernelInfo& k, const DispatchArgs& a, size_t& kernarg_at, size_t& packet_at);
   const Target& t_;
   WordWriter w_;
 };

@@ -523,8 +523,9 @@ std::byte* KfdQueue::amd_queue() const {
 }
 
 void KfdQueue::submit(uint64_t new_wptr) {
-  *write_ptr() = new_wptr;
-  std::atomic_thread_fence(std::memory_order_release);  // ring and write pointer visible before the doorbell
+  // A release store: the GPU may read the write pointer at any time (it polls it as well as taking the doorbell),
+  // and what it reads must come with the ring words written before it.
+  __atomic_store_n(const_cast<uint64_t*>(write_ptr()), new_wptr, __ATOMIC_RELEASE);
   gpu_.os_.write_doorbell64(doorbell_, new_wptr);
 }
 
