@@ -206,7 +206,70 @@ void Pm4Encoder::memory_barrier() {
   w_.packet(c.size).words({c.words.data(), c.size});
 }
 
+namespace {
+
+bool all_const(const DispatchArgs& a) {
+  for (const Sym* s : {&a.code_addr, &a.kernarg_addr, &a.dispatch_packet_addr, &a.scratch_addr})
+    if (!s->is_const()) return false;
+  for (int i = 0; i < 3; ++i)
+    if (!a.groups[i].is_const() || !a.local[i].is_const()) return false;
+  return true;
+}
+
+// The words of the last exec() on this thread. Launches of one kernel with the same dims and scratch differ only in
+// their kernarg (and dispatch packet) address, so the next such launch copies these words and rewrites those two:
+// the ~55 words of register setup are on every eager launch's path. Only for constant operands (nothing to patch).
+struct ExecMemo {
+  const Target* target = nullptr;
+  KernelInfo k;
+  DispatchArgs a;  // kernarg_addr and dispatch_packet_addr are not part of the key
+  std::array<uint32_t, 64> words{};
+  uint32_t size = 0;
+  uint32_t kernarg_at = 0, packet_at = 0;  // word offsets of those two 64-bit addresses
+
+  bool matches(const Target& t, const KernelInfo& k2, const DispatchArgs& a2) const {
+    return target == &t && k.rsrc1 == k2.rsrc1 && k.rsrc2 == k2.rsrc2 && k.rsrc3 == k2.rsrc3 &&
+           k.wave32 == k2.wave32 && k.dispatch_ptr == k2.dispatch_ptr && a.code_addr.add == a2.code_addr.add &&
+           a.scratch_addr.add == a2.scratch_addr.add && a.tmpring_size == a2.tmpring_size &&
+           a.resource_limits == a2.resource_limits && a.groups[0].add == a2.groups[0].add &&
+           a.groups[1].add == a2.groups[1].add && a.groups[2].add == a2.groups[2].add &&
+           a.local[0].add == a2.local[0].add && a.local[1].add == a2.local[1].add && a.local[2].add == a2.local[2].add;
+  }
+};
+
+void put64(uint32_t* at, uint64_t v) {
+  at[0] = static_cast<uint32_t>(v);
+  at[1] = static_cast<uint32_t>(v >> 32);
+}
+
+}  // namespace
+
 void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
+  const bool memoizable = all_const(a);
+  thread_local ExecMemo memo;
+  if (memoizable && memo.matches(t_, k, a)) {
+    WordWriter::Packet p = w_.packet(memo.size);
+    uint32_t* at = p.words({memo.words.data(), memo.size});
+    put64(at + memo.kernarg_at, a.kernarg_addr.add);
+    if (k.dispatch_ptr) put64(at + memo.packet_at, a.dispatch_packet_addr.add);
+    return;
+  }
+  const size_t start = w_.size();
+  size_t kernarg_at = 0, packet_at = 0;
+  encode_exec(k, a, kernarg_at, packet_at);
+  const size_t n = w_.size() - start;
+  if (memoizable && n <= memo.words.size()) {
+    memo.target = &t_;
+    memo.k = k;
+    memo.a = a;
+    std::copy(w_.words().begin() + static_cast<std::ptrdiff_t>(start), w_.words().end(), memo.words.begin());
+    memo.size = static_cast<uint32_t>(n);
+    memo.kernarg_at = static_cast<uint32_t>(kernarg_at - start);
+    memo.packet_at = static_cast<uint32_t>(packet_at - start);
+  }
+}
+
+void Pm4Encoder::encode_exec(const KernelInfo& k, const DispatchArgs& a, size_t& kernarg_at, size_t& packet_at) {
   const ComputeRegs& r = t_.cregs;
   if (k.wave32 && !t_.wave32) throw InvalidArgument(cat("wave32 kernel on ", t_.name, ", which runs wave64 only"));
   acquire_mem(t_.pm4->acquire_exec);
@@ -236,7 +299,9 @@ void Pm4Encoder::exec(const KernelInfo& k, const DispatchArgs& a) {
     p.u32(0);
     // User SGPRs in AMDHSA order: [dispatch packet pointer], kernarg segment pointer.
     set_sh_header(p, r.user_data_0, user_sgprs);
+    packet_at = p.index();
     if (k.dispatch_ptr) p.sym64(a.dispatch_packet_addr);
+    kernarg_at = p.index();
     p.sym64(a.kernarg_addr);
     set_sh_header(p, r.resource_limits, 1);
     p.u32(a.resource_limits);

@@ -2,6 +2,10 @@
 // are reported where they live, and patching them gives the words a constant encoding would.
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <utility>
+#include <vector>
+
 #include "amd/decode.hpp"
 #include "amd/encode.hpp"
 #include "hcq/error.hpp"
@@ -117,6 +121,47 @@ TEST_P(RoundTrip, Pm4ExecWritesTheRegistersItWasGiven) {
   if (t().wave32) {
     EXPECT_EQ(field(d, "dispatch_initiator.cs_w32_en"), 1u);
   }
+}
+
+// exec() reuses the words of the previous identical launch on the same thread, rewriting the kernarg and dispatch
+// packet addresses: what it emits must equal a cold encoding (a fresh thread has no memo) in every case.
+TEST_P(RoundTrip, Pm4ExecRepeatedLaunchesEncodeAsFresh) {
+  KernelDescriptor kd;
+  kd.compute_pgm_rsrc1 = 0x40af0040;
+  kd.compute_pgm_rsrc2 = 0x84;
+  kd.kernel_code_properties = KernelDescriptor::kKernargSegmentPtr | KernelDescriptor::kDispatchPtr;
+  const KernelInfo with_packet = KernelInfo::from_descriptor(kd, t());
+  kd.kernel_code_properties = KernelDescriptor::kKernargSegmentPtr;
+  const KernelInfo plain = KernelInfo::from_descriptor(kd, t());
+  auto launch = [](uint64_t kernargs, uint32_t groups_x, uint64_t scratch) {
+    DispatchArgs a;
+    a.code_addr = 0x7f0012345600ull;
+    a.kernarg_addr = kernargs;
+    a.dispatch_packet_addr = kernargs - 0x40;
+    a.scratch_addr = scratch;
+    a.groups = {groups_x, 5u, 6u};
+    a.local = {64u, 2u, 1u};
+    return a;
+  };
+  const std::vector<std::pair<const KernelInfo*, DispatchArgs>> seq = {
+      {&plain, launch(0x7f00aaaa0000ull, 4, 0)},       {&plain, launch(0x7f00aaaa1000ull, 4, 0)},
+      {&plain, launch(0x7f00aaaa2000ull, 7, 0)},       {&plain, launch(0x7f00aaaa3000ull, 7, 0x7f00cc000000ull)},
+      {&with_packet, launch(0x7f00aaab0000ull, 7, 0)}, {&with_packet, launch(0x7f00aaab1000ull, 7, 0)},
+      {&plain, launch(0x7f00aaac0000ull, 7, 0)},
+  };
+  for (size_t i = 0; i < seq.size(); ++i) {
+    std::vector<uint32_t> warm, cold;
+    Pm4Encoder(t(), warm).exec(*seq[i].first, seq[i].second);
+    std::thread([&] { Pm4Encoder(t(), cold).exec(*seq[i].first, seq[i].second); }).join();
+    EXPECT_EQ(warm, cold) << "launch " << i;
+  }
+  // Symbolic operands are never served from the memo: their patches must be reported.
+  DispatchArgs sym = launch(0x7f00aaad0000ull, 7, 0);
+  sym.kernarg_addr = Sym(Var{0});
+  std::vector<uint32_t> w;
+  RecordingSink sink;
+  Pm4Encoder(t(), w, &sink).exec(plain, sym);
+  EXPECT_EQ(sink.entries.size(), 1u);
 }
 
 TEST_P(RoundTrip, SdmaPackets) {

@@ -420,8 +420,26 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
   // Only for kernels that read the dispatch pointer (hand-written IR; HCQ C kernels read the launch block). The
   // packet, written field by field from the AQL facts; symbolic dims become field patches.
   auto* pkt = reinterpret_cast<uint32_t*>(at);
-  const Layout& l = aql::kKernelDispatch;
-  auto field = [&](const char* name) -> const Field& { return *l.find(name); };
+  // The packet's fields, looked up by name once (this runs on every launch of an AQL queue).
+  struct Fields {
+    const Field *type, *barrier, *acquire_scope, *release_scope, *dimensions, *wg[3], *grid[3], *group_segment,
+        *private_segment, *kernel_object, *kernarg;
+  };
+  static const Fields fl = [] {
+    const Layout& l = aql::kKernelDispatch;
+    auto f = [&](const char* name) { return l.find(name); };
+    return Fields{f("type"),
+                  f("barrier"),
+                  f("acquire_fence_scope"),
+                  f("release_fence_scope"),
+                  f("dimensions"),
+                  {f("workgroup_size_x"), f("workgroup_size_y"), f("workgroup_size_z")},
+                  {f("grid_size_x"), f("grid_size_y"), f("grid_size_z")},
+                  f("group_segment_size"),
+                  f("private_segment_size"),
+                  f("kernel_object"),
+                  f("kernarg_address")};
+  }();
   auto set = [&](const Field& f, uint64_t v) {
     if (f.is64()) {
       pkt[f.dword] = static_cast<uint32_t>(v);
@@ -436,13 +454,11 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
     patches_.add(v, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(pkt + f.dword), PatchList::Kind::field, 0,
                      static_cast<uint8_t>(f.lo + lo_extra), static_cast<uint8_t>(f.width - lo_extra)});
   };
-  set(field("type"), aql::KERNEL_DISPATCH);
-  set(field("barrier"), 1);
-  set(field("acquire_fence_scope"), aql::SCOPE_SYSTEM);
-  set(field("release_fence_scope"), aql::SCOPE_SYSTEM);
-  set(field("dimensions"), 3);
-  static const char* const kWg[3] = {"workgroup_size_x", "workgroup_size_y", "workgroup_size_z"};
-  static const char* const kGrid[3] = {"grid_size_x", "grid_size_y", "grid_size_z"};
+  set(*fl.type, aql::KERNEL_DISPATCH);
+  set(*fl.barrier, 1);
+  set(*fl.acquire_scope, aql::SCOPE_SYSTEM);
+  set(*fl.release_scope, aql::SCOPE_SYSTEM);
+  set(*fl.dimensions, 3);
   // grid (work-items) = groups * local. Both constant: the product. One symbolic: exact only when the other is a
   // power of two, which becomes a left shift (the field starts that many bits higher). Anything else is refused,
   // before any patch is recorded.
@@ -467,19 +483,19 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
   for (int i = 0; i < 3; ++i) {
     const Sym& g = global[i];
     const Sym& w = local[i];
-    set_sym(field(kWg[i]), w, 0);
+    set_sym(*fl.wg[i], w, 0);
     if (grid_at_submit) continue;
     if (g.is_const() && w.is_const())
-      set(field(kGrid[i]), g.add * w.add);
+      set(*fl.grid[i], g.add * w.add);
     else if (g.is_const())
-      set_sym(field(kGrid[i]), w, static_cast<uint8_t>(std::countr_zero(g.add)));
+      set_sym(*fl.grid[i], w, static_cast<uint8_t>(std::countr_zero(g.add)));
     else
-      set_sym(field(kGrid[i]), g, static_cast<uint8_t>(std::countr_zero(w.add)));
+      set_sym(*fl.grid[i], g, static_cast<uint8_t>(std::countr_zero(w.add)));
   }
-  set(field("group_segment_size"), program.info().group_segment_size);
-  set(field("private_segment_size"), program.info().private_segment_size);
-  set(field("kernel_object"), program.descriptor_va());
-  set(field("kernarg_address"), kargs_va);
+  set(*fl.group_segment, program.info().group_segment_size);
+  set(*fl.private_segment, program.info().private_segment_size);
+  set(*fl.kernel_object, program.descriptor_va());
+  set(*fl.kernarg, kargs_va);
 }
 
 void AmdPm4Queue::encode_copy(Sym, Sym, uint64_t size) {
