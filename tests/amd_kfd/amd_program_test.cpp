@@ -143,13 +143,16 @@ TEST_P(AmdProgramTest, OtherTargetsCodeObjectIsRefused) {
   }
 }
 
+// The signal word as the host reads it: an acquire load, which orders the kernel's results the GPU wrote before it.
+uint32_t load_signal(const void* p) { return __atomic_load_n(static_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE); }
+
 // Writes `words` at the start of the ring of a fresh PM4 queue and waits until *done == value (or 10 s).
-bool run_pm4(KfdQueue& q, const std::vector<uint32_t>& words, const volatile uint32_t* done, uint32_t value) {
+bool run_pm4(KfdQueue& q, const std::vector<uint32_t>& words, const void* done, uint32_t value) {
   EXPECT_LE(words.size() * 4, q.ring_bytes());
   std::memcpy(q.ring(), words.data(), words.size() * 4);
   q.submit(words.size());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (*done != value) {
+  while (load_signal(done) != value) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -180,7 +183,7 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   e.exec(p->info(), a);
   e.signal(sig.va, 42u);
   auto q = amd_->gpu().create_queue(KfdQueue::Type::compute_pm4, 1 << 14);
-  ASSERT_TRUE(run_pm4(*q, words, static_cast<volatile uint32_t*>(sig.host_ptr()), 42)) << dev_->describe_state();
+  ASSERT_TRUE(run_pm4(*q, words, sig.host_ptr(), 42)) << dev_->describe_state();
   const float* o = static_cast<const float*>(out.host_ptr());
   for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(o[i], static_cast<float>(i) * 3 + 7) << i;
   EXPECT_FALSE(dev_->has_error());
@@ -200,7 +203,7 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   for (int i = 0; i < 10000 && !dev_->has_error(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE(dev_->has_error()) << "the faulted dispatch raised no KFD exception event";
   EXPECT_THROW(dev_->synchronize(), DeviceFault);
-  EXPECT_NE(*static_cast<volatile uint32_t*>(sig.host_ptr()), 43u) << "the signal after a faulted dispatch ran";
+  EXPECT_NE(load_signal(sig.host_ptr()), 43u) << "the signal after a faulted dispatch ran";
   for (const Allocation& m : {in, out, ka, sig}) dev_->free_memory(m);
 }
 
