@@ -34,13 +34,7 @@ struct Setup {
 bool set_up(benchmark::State& state, const char* device, Setup& s) {
   try {
     s.dev = &hcq::open_device(device);
-    const auto kernels = hcq::tool::bench_kernels_for(s.dev->info().interface);
-    if (!kernels) {
-      state.SkipWithError("no bench kernels for this device's interface");
-      return false;
-    }
-    s.program = s.dev->load_program(hcq::tool::BenchKernels::kArgsName,
-                                    s.dev->compiler().compile_cached(kernels->args_source));
+    s.program = hcq::tool::load_args_kernel(*s.dev);
     s.buffer = std::make_unique<hcq::Buffer>(*s.dev, 4096);
     return true;
   } catch (const std::exception& e) {

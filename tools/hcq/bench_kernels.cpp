@@ -1,5 +1,10 @@
 #include "bench_kernels.hpp"
 
+#include "hcq/compiler.hpp"
+#include "hcq/device.hpp"
+#include "hcq/error.hpp"
+#include "hcq/program.hpp"
+
 namespace hcq::tool {
 
 std::optional<BenchKernels> bench_kernels_for(std::string_view interface) {
@@ -12,6 +17,13 @@ std::optional<BenchKernels> bench_kernels_for(std::string_view interface) {
     };
   }
   return std::nullopt;
+}
+
+std::unique_ptr<Program> load_args_kernel(Device& dev) {
+  const std::string interface = dev.info().interface;
+  const std::optional<BenchKernels> kernels = bench_kernels_for(interface);
+  if (!kernels) throw Error(cat("no bench kernels for ", dev.name(), "'s interface ", interface));
+  return dev.load_program(BenchKernels::kArgsName, dev.compiler().compile_cached(kernels->args_source));
 }
 
 }  // namespace hcq::tool

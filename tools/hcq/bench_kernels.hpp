@@ -2,9 +2,15 @@
 // backend adds its entry.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+namespace hcq {
+class Device;
+class Program;
+}  // namespace hcq
 
 namespace hcq::tool {
 
@@ -19,5 +25,9 @@ struct BenchKernels {
 
 // nullopt when no kernels are written yet for this interface (DeviceInfo::interface).
 std::optional<BenchKernels> bench_kernels_for(std::string_view interface);
+
+// The args kernel compiled (cached) and loaded on `dev`; throws hcq::Error naming the interface when no bench
+// kernels are written for it.
+std::unique_ptr<Program> load_args_kernel(Device& dev);
 
 }  // namespace hcq::tool
