@@ -113,9 +113,12 @@ TEST_P(AmdQueueTest, WriteAndPollBit) {
   for (QueueKind k : kKinds) {
     SCOPED_TRACE(to_string(k));
     Allocation m = host_mem(64);
-    auto* w = static_cast<volatile uint32_t*>(m.host_ptr());
+    // The GPU polls and writes these words while the host does: atomic accesses on both sides, as on hardware.
+    auto* w = static_cast<uint32_t*>(m.host_ptr());
+    auto set = [&](int i, uint32_t v) { __atomic_store_n(&w[i], v, __ATOMIC_RELEASE); };
+    auto get = [&](int i) { return __atomic_load_n(&w[i], __ATOMIC_ACQUIRE); };
     std::memset(m.host_ptr(), 0xab, 64);
-    w[0] = 0;
+    set(0, 0);
     OwnedSignal done(0, "done");
     auto q = dev_->new_queue(k);
     q->poll_bit(m.va, 0x6, true);
@@ -123,25 +126,25 @@ TEST_P(AmdQueueTest, WriteAndPollBit) {
     q->write(m.va + 16, Var{0}, Width::b64);
     q->poll_bit(m.va + 4, 0x80, false);
     q->signal(done, 1u);
-    w[1] = 0x80;
+    set(1, 0x80);
     const uint64_t vars[] = {0x0123456789abcdefull};
     q->submit(vars);
     std::this_thread::sleep_for(20ms);
-    EXPECT_EQ(w[2], 0xababababu) << "poll_bit let the write through with the bits clear";
-    w[0] = 0x2;
+    EXPECT_EQ(get(2), 0xababababu) << "poll_bit let the write through with the bits clear";
+    set(0, 0x2);
     std::this_thread::sleep_for(10ms);
-    EXPECT_EQ(w[2], 0xababababu) << "only one of the two bits is set";
-    w[0] = 0x7;
+    EXPECT_EQ(get(2), 0xababababu) << "only one of the two bits is set";
+    set(0, 0x7);
     std::this_thread::sleep_for(20ms);
-    EXPECT_EQ(w[2], 0xdeadbeefu);
+    EXPECT_EQ(get(2), 0xdeadbeefu);
     EXPECT_EQ(done->value(), 0u) << "the second poll waits for bit 7 to clear";
-    w[1] = 0x7f;
+    set(1, 0x7f);
     wait(done, 1);
-    EXPECT_EQ(w[3], 0xababababu) << "a 32-bit write touches 4 bytes";
+    EXPECT_EQ(get(3), 0xababababu) << "a 32-bit write touches 4 bytes";
     uint64_t v;
     std::memcpy(&v, static_cast<std::byte*>(m.host_ptr()) + 16, 8);
     EXPECT_EQ(v, 0x0123456789abcdefull);
-    EXPECT_EQ(w[6], 0xababababu);
+    EXPECT_EQ(get(6), 0xababababu);
   }
 }
 
