@@ -77,4 +77,18 @@ std::optional<double> Program::operator()(std::span<const uint64_t> buf_addrs, s
   return end > start ? dev_.ticks_to_us(end - start) / 1e6 : 0.0;
 }
 
+void Program::retire(const std::function<void()>& on_unload) noexcept {
+  try {
+    dev_.synchronize();
+  } catch (...) {
+    // A faulted or hung device: what it did not run will not run; the program can go.
+  }
+  if (!on_unload) return;
+  try {
+    on_unload();
+  } catch (...) {
+    // Unregistering must not throw out of a destructor; the image is freed regardless.
+  }
+}
+
 }  // namespace hcq

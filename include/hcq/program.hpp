@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -45,6 +46,10 @@ class Program {
                                    bool wait = false) const;
 
  protected:
+  // For backend destructors, before they free the code: waits for the device to finish what may still run this
+  // program, then calls `on_unload` (e.g. unregistering a host twin). Never throws: a faulted or hung device will
+  // not run what is left, and a failing unload must not stop the image being freed.
+  void retire(const std::function<void()>& on_unload) noexcept;
   Program(Device& dev, std::string name, uint32_t num_bufs, uint32_t num_vals, LaunchLimits limits)
       : dev_(dev), name_(std::move(name)), num_bufs_(num_bufs), num_vals_(num_vals), limits_(limits) {}
 

@@ -21,24 +21,12 @@ LaunchLimits amd_launch_limits() {
 AmdProgram::AmdProgram(AmdDevice& dev, std::string name, Facts facts, std::unique_ptr<KfdBuffer> image,
                        std::function<void()> on_unload)
     : Program(dev, std::move(name), facts.num_bufs, facts.num_vals, amd_launch_limits()),
-      amd_(dev),
       facts_(std::move(facts)),
       image_(std::move(image)),
       on_unload_(std::move(on_unload)) {}
 
 AmdProgram::~AmdProgram() {
-  try {
-    amd_.synchronize();
-  } catch (...) {
-    // A faulted device: what it did not run will not run; the program can go.
-  }
-  if (on_unload_) {
-    try {
-      on_unload_();
-    } catch (...) {
-      // Unregistering must not throw out of a destructor; the image is freed regardless.
-    }
-  }
+  retire(on_unload_);
   image_.reset();
 }
 

@@ -69,7 +69,6 @@ class AmdProgram final : public Program {
                       const std::array<uint32_t, 3>& groups, const std::array<uint32_t, 3>& local) const;
 
  private:
-  AmdDevice& amd_;
   Facts facts_;
   std::unique_ptr<KfdBuffer> image_;
   std::function<void()> on_unload_;

@@ -52,24 +52,12 @@ std::vector<uint8_t> cbank0_prefix(const CubinKernel& k) {
 NvProgram::NvProgram(NvDevice& dev, std::string name, Facts facts, std::unique_ptr<NvMemory> image,
                      std::function<void()> on_unload)
     : Program(dev, std::move(name), facts.num_bufs, facts.num_vals, facts.limits),
-      nv_(dev),
       facts_(std::move(facts)),
       image_(std::move(image)),
       on_unload_(std::move(on_unload)) {}
 
 NvProgram::~NvProgram() {
-  try {
-    nv_.synchronize();
-  } catch (...) {
-    // A faulted or hung device: what it did not run will not run; the program can go.
-  }
-  if (on_unload_) {
-    try {
-      on_unload_();
-    } catch (...) {
-      // Unregistering must not throw out of a destructor; the image is freed regardless.
-    }
-  }
+  retire(on_unload_);
   image_.reset();
 }
 

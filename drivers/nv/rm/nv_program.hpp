@@ -49,7 +49,6 @@ class NvProgram final : public Program {
   const Facts& facts() const { return facts_; }
 
  private:
-  NvDevice& nv_;
   Facts facts_;
   std::unique_ptr<NvMemory> image_;
   std::function<void()> on_unload_;
