@@ -14,6 +14,7 @@
 #include "amd/aql_facts.hpp"
 #include "amd/target.hpp"
 #include "common/patch_sink.hpp"
+#include "common/word_writer.hpp"
 #include "hcq/patch.hpp"
 #include "hcq/sym.hpp"
 
@@ -23,90 +24,8 @@ namespace hcq::amd {
 using hcq::PatchSink;
 using hcq::RecordingSink;
 
-// The appending end shared by the encoders. Symbolic operands need a sink; without one they are an InvalidArgument.
-class WordWriter {
- public:
-  WordWriter(std::vector<uint32_t>& words, PatchSink* sink) : w_(words), sink_(sink) {}
-  void u32(uint32_t v) { w_.push_back(v); }
-  void u64(uint64_t v) {
-    w_.push_back(static_cast<uint32_t>(v));
-    w_.push_back(static_cast<uint32_t>(v >> 32));
-  }
-  // The low 32 bits of (value >> shift).
-  void sym32(const Sym& v, uint8_t shift = 0);
-  // A 64-bit value in two words, low first.
-  void sym64(const Sym& v);
-  // One word: `fixed` bits plus (value >> shift) in field f's bits (f.dword is ignored).
-  void sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t shift = 0);
-  size_t size() const { return w_.size(); }
-  std::vector<uint32_t>& words() { return w_; }
-
-  // A packet of exactly n words, written in place: the vector grows once, then each word is one store (the launch
-  // path writes ~100 words per kernel, so a capacity check per word shows). Nothing else may append to the vector
-  // while a Packet is open.
-  class Packet {
-   public:
-    Packet(const Packet&) = delete;
-    Packet& operator=(const Packet&) = delete;
-    // An encoder that throws part-way (a symbolic operand without a sink) leaves the packet short; its caller
-    // discards the words.
-    ~Packet() {
-      assert((at_ == end_ || std::uncaught_exceptions() > 0) && "packet: word count differs from its opened size");
-    }
-    void u32(uint32_t v) { *at_++ = v; }
-    // Copies `ws` and returns where they went (for rewriting some of them).
-    uint32_t* words(std::span<const uint32_t> ws) {
-      uint32_t* first = at_;
-      std::copy(ws.begin(), ws.end(), at_);
-      at_ += ws.size();
-      return first;
-    }
-    // The index in the word vector of the next word written.
-    size_t index() const { return first_ + static_cast<size_t>(at_ - base_); }
-    void u64(uint64_t v) {
-      u32(static_cast<uint32_t>(v));
-      u32(static_cast<uint32_t>(v >> 32));
-    }
-    void sym32(const Sym& v, uint8_t shift = 0) {
-      if (v.is_const()) [[likely]]
-        return u32(static_cast<uint32_t>(v.add >> shift));
-      w_.report(index(), v, PatchList::Kind::u32, shift, 0, 32);
-      u32(0);
-    }
-    void sym64(const Sym& v) {
-      if (v.is_const()) [[likely]]
-        return u64(v.add);
-      w_.report(index(), v, PatchList::Kind::u64, 0, 0, 64);
-      u64(0);
-    }
-    void sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t shift = 0) {
-      if (v.is_const()) [[likely]]
-        return u32(fixed | f.place(v.add >> shift));
-      w_.report(index(), v, PatchList::Kind::field, shift, f.lo, f.width);
-      u32(fixed & ~(f.mask() << f.lo));
-    }
-
-   private:
-    friend class WordWriter;
-    Packet(WordWriter& w, size_t first, size_t n)
-        : w_(w), first_(first), base_(w.w_.data() + first), at_(base_), end_(base_ + n) {}
-    WordWriter& w_;
-    size_t first_;
-    uint32_t* base_;
-    uint32_t* at_;
-    uint32_t* end_;
-  };
-  Packet packet(size_t n) {
-    const size_t first = w_.size();
-    w_.resize(first + n);
-    return Packet(*this, first, n);
-  }
-
- private:
-  void report(size_t word, const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo, uint8_t nbits);
-  std::vector<uint32_t>& w_;
-  PatchSink* sink_;
-};
+// The appending end shared by the encoders (drivers/common/word_writer.hpp).
+using hcq::WordWriter;
 
 // Kernel-descriptor facts (the 64-byte amdhsa_kernel_descriptor_t of an AMDHSA code object).
 struct KernelDescriptor {
@@ -153,7 +72,7 @@ struct DispatchArgs {
 // ---- PM4 (compute queue) ----
 class Pm4Encoder {
  public:
-  Pm4Encoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink) {}
+  Pm4Encoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
 
   // End-of-pipe RELEASE_MEM writing the low 32 bits of value, with the caches flushed first.
   void signal(Sym addr, Sym value);
@@ -196,7 +115,7 @@ class Pm4Encoder {
 // ---- SDMA (copy queue) ----
 class SdmaEncoder {
  public:
-  SdmaEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink) {}
+  SdmaEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
 
   // COPY_LINEAR, split into pieces of at most the engine's largest copy.
   void copy(Sym dst, Sym src, uint64_t size);
@@ -232,7 +151,7 @@ struct AqlDispatch {
 };
 class AqlEncoder {
  public:
-  AqlEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink) {}
+  AqlEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
   // Grid sizes are in work-items (groups * local). A symbolic dim is accepted only where the other factor is 1,
   // since a patch cannot multiply; anything else is an InvalidArgument.
   void dispatch(const AqlDispatch& d);

@@ -1,4 +1,4 @@
-// The parts every encoder shares: appending words, reporting symbolic operands, kernel-descriptor facts.
+// The parts every AMD encoder shares: kernel-descriptor facts.
 #include <cstring>
 #include <stdexcept>
 
@@ -6,31 +6,6 @@
 #include "hcq/error.hpp"
 
 namespace hcq::amd {
-
-void WordWriter::report(size_t word, const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo, uint8_t nbits) {
-  if (!sink_)
-    throw InvalidArgument(cat("symbolic operand (variable v", v.var, ") in an AMD packet, but no patch sink to record it"));
-  sink_->on_symbol(word, v, kind, shift, lo, nbits);
-}
-
-void WordWriter::sym32(const Sym& v, uint8_t shift) {
-  if (v.is_const()) return u32(static_cast<uint32_t>(v.add >> shift));
-  report(w_.size(), v, PatchList::Kind::u32, shift, 0, 32);
-  w_.push_back(0);
-}
-
-void WordWriter::sym64(const Sym& v) {
-  if (v.is_const()) return u64(v.add);
-  report(w_.size(), v, PatchList::Kind::u64, 0, 0, 64);
-  w_.push_back(0);
-  w_.push_back(0);
-}
-
-void WordWriter::sym_field(uint32_t fixed, const Field& f, const Sym& v, uint8_t shift) {
-  if (v.is_const()) return u32(fixed | f.place(v.add >> shift));
-  report(w_.size(), v, PatchList::Kind::field, shift, f.lo, f.width);
-  w_.push_back(fixed & ~(f.mask() << f.lo));
-}
 
 KernelDescriptor KernelDescriptor::parse(std::span<const std::byte> b) {
   if (b.size() < 64) throw InvalidArgument(cat("kernel descriptor needs 64 bytes, got ", b.size()));

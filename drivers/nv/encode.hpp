@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/patch_sink.hpp"
+#include "common/word_writer.hpp"
 #include "hcq/sym.hpp"
 #include "nv/facts/arch.hpp"
 #include "nv/facts/bits.hpp"
@@ -21,9 +22,11 @@
 
 namespace hcq::nv {
 
-// The vendor-neutral sink and its recording form (drivers/common/patch_sink.hpp).
+// The vendor-neutral sink and its recording form (drivers/common/patch_sink.hpp), and the appending end
+// (drivers/common/word_writer.hpp).
 using hcq::PatchSink;
 using hcq::RecordingSink;
+using hcq::WordWriter;
 
 // The methods and data words an encoder uses, looked up by name in the channel's class tables once per
 // architecture (defined in encode_pushbuffer.cpp).
@@ -79,15 +82,10 @@ class PushbufferEncoder {
   size_t size() const { return w_.size(); }
 
  private:
-  void header(uint32_t subchannel, uint16_t method_offset, uint32_t count);
-  void sym32(const Sym& v, uint8_t shift = 0);
-  void sym_field(const BitField& f, const Sym& v, uint8_t shift);
-  void report(const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo, uint8_t nbits);
   void sem(Sym addr, Sym payload, uint32_t execute);
   const NvArchInfo& arch_;
   const EncoderPlan& plan_;
-  std::vector<uint32_t>& w_;
-  PatchSink* sink_;
+  WordWriter w_;
 };
 
 // ---- QMD ----

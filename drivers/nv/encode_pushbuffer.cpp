@@ -131,44 +131,25 @@ static const EncoderPlan& plan_for(const NvArchInfo& arch) {
 }
 
 PushbufferEncoder::PushbufferEncoder(const NvArchInfo& arch, std::vector<uint32_t>& words, PatchSink* sink)
-    : arch_(arch), plan_(plan_for(arch)), w_(words), sink_(sink) {}
+    : arch_(arch), plan_(plan_for(arch)), w_(words, sink, "NV pushbuffer") {}
 
-void PushbufferEncoder::header(uint32_t subchannel, uint16_t method_offset, uint32_t count) {
-  w_.push_back(pb::header(SecOp::inc_method, subchannel, method_offset, count));
+namespace {
+
+// The header of `count` methods from method_offset on, each taking the next data word (INC_METHOD).
+constexpr uint32_t inc(uint32_t subchannel, uint16_t method_offset, uint32_t count) {
+  return pb::header(SecOp::inc_method, subchannel, method_offset, count);
 }
 
-void PushbufferEncoder::report(const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo, uint8_t nbits) {
-  if (!sink_)
-    throw InvalidArgument(cat("symbolic operand (variable v", v.var, ") in an NV pushbuffer, but no patch sink"));
-  sink_->on_symbol(w_.size(), v, kind, shift, lo, nbits);
-}
-
-void PushbufferEncoder::sym32(const Sym& v, uint8_t shift) {
-  if (v.is_const()) return w_.push_back(static_cast<uint32_t>(v.add >> shift));
-  report(v, PatchList::Kind::u32, shift, 0, 32);
-  w_.push_back(0);
-}
-
-void PushbufferEncoder::sym_field(const BitField& f, const Sym& v, uint8_t shift) {
-  if (v.is_const()) return w_.push_back(static_cast<uint32_t>(f.place(v.add >> shift)));
-  report(v, PatchList::Kind::field, shift, static_cast<uint8_t>(f.lo), f.width);
-  w_.push_back(0);
-}
+}  // namespace
 
 // SEM_ADDR_LO, SEM_ADDR_HI, SEM_PAYLOAD_LO, SEM_PAYLOAD_HI, SEM_EXECUTE under one INC header.
 void PushbufferEncoder::sem(Sym addr, Sym payload, uint32_t execute) {
-  header(pb::kHostSubchannel, plan_.sem_addr_lo, 5);
-  sym32(addr);
-  sym_field(*plan_.sem_addr_hi, addr, 32);
-  if (payload.is_const()) {
-    w_.push_back(static_cast<uint32_t>(payload.add));
-    w_.push_back(static_cast<uint32_t>(payload.add >> 32));
-  } else {
-    report(payload, PatchList::Kind::u64, 0, 0, 64);
-    w_.push_back(0);
-    w_.push_back(0);
-  }
-  w_.push_back(execute);
+  WordWriter::Packet p = w_.packet(6);
+  p.u32(inc(pb::kHostSubchannel, plan_.sem_addr_lo, 5));
+  p.sym32(addr);
+  p.sym_field(0, *plan_.sem_addr_hi, addr, 32);
+  p.sym64(payload);
+  p.u32(execute);
 }
 
 void PushbufferEncoder::wait(Sym addr, Sym value) { sem(addr, value, plan_.acquire_geq64); }
@@ -195,78 +176,86 @@ void PushbufferEncoder::poll_bit(Sym addr, uint32_t mask, bool set) {
 }
 
 void PushbufferEncoder::non_stall_interrupt() {
-  header(pb::kHostSubchannel, plan_.non_stall_interrupt, 1);
-  w_.push_back(0);
+  WordWriter::Packet p = w_.packet(2);
+  p.u32(inc(pb::kHostSubchannel, plan_.non_stall_interrupt, 1));
+  p.u32(0);
 }
 
 void PushbufferEncoder::set_object(uint32_t subchannel, uint32_t class_id) {
   if (subchannel >= pb::kSubchannels) throw InvalidArgument(cat("subchannel ", subchannel, " is not 0..7"));
-  header(subchannel, plan_.set_object, 1);
-  w_.push_back(class_id & 0xffff);
+  WordWriter::Packet p = w_.packet(2);
+  p.u32(inc(subchannel, plan_.set_object, 1));
+  p.u32(class_id & 0xffff);
 }
 
 void PushbufferEncoder::memory_barrier() {
-  header(pb::kComputeSubchannel, plan_.invalidate_no_wfi, 1);
-  w_.push_back(plan_.invalidate_all);
+  WordWriter::Packet p = w_.packet(2);
+  p.u32(inc(pb::kComputeSubchannel, plan_.invalidate_no_wfi, 1));
+  p.u32(plan_.invalidate_all);
 }
 
 void PushbufferEncoder::launch(Sym qmd_addr) {
   if (qmd_addr.is_const() && (qmd_addr.add % qmd::kAlignment != 0 || qmd_addr.add > qmd::kMaxAddress))
     throw InvalidArgument(cat("QMD address ", hex(qmd_addr.add), " must be 256-byte aligned and below 2^40"));
-  header(pb::kComputeSubchannel, plan_.send_pcas_a, 1);
-  sym32(qmd_addr, 8);
-  header(pb::kComputeSubchannel, plan_.send_signaling_pcas2_b, 1);
-  w_.push_back(plan_.pcas_prefetch_schedule);
+  WordWriter::Packet p = w_.packet(4);
+  p.u32(inc(pb::kComputeSubchannel, plan_.send_pcas_a, 1));
+  p.sym32(qmd_addr, 8);
+  p.u32(inc(pb::kComputeSubchannel, plan_.send_signaling_pcas2_b, 1));
+  p.u32(plan_.pcas_prefetch_schedule);
 }
 
 void PushbufferEncoder::compute_setup(uint64_t local_window, uint64_t shared_window) {
-  header(pb::kComputeSubchannel, plan_.local_window_a, 2);
-  w_.push_back(static_cast<uint32_t>(local_window >> 32));
-  w_.push_back(static_cast<uint32_t>(local_window));
-  header(pb::kComputeSubchannel, plan_.shared_window_a, 2);
-  w_.push_back(static_cast<uint32_t>(shared_window >> 32));
-  w_.push_back(static_cast<uint32_t>(shared_window));
+  WordWriter::Packet p = w_.packet(6);
+  p.u32(inc(pb::kComputeSubchannel, plan_.local_window_a, 2));
+  p.u32(static_cast<uint32_t>(local_window >> 32));
+  p.u32(static_cast<uint32_t>(local_window));
+  p.u32(inc(pb::kComputeSubchannel, plan_.shared_window_a, 2));
+  p.u32(static_cast<uint32_t>(shared_window >> 32));
+  p.u32(static_cast<uint32_t>(shared_window));
 }
 
 void PushbufferEncoder::set_local_memory(uint64_t address, uint64_t bytes_per_tpc, uint32_t max_sm_count) {
   if (!plan_.local_memory_upper->fits(address >> 32))
     throw InvalidArgument(cat("shader local memory address ", hex(address), " does not fit sm_", arch_.sm,
                               "'s SET_SHADER_LOCAL_MEMORY_A"));
-  header(pb::kComputeSubchannel, plan_.local_memory_a, 2);
-  w_.push_back(static_cast<uint32_t>(address >> 32));
-  w_.push_back(static_cast<uint32_t>(address));
-  header(pb::kComputeSubchannel, plan_.non_throttled_a, 3);
-  w_.push_back(static_cast<uint32_t>(bytes_per_tpc >> 32));
-  w_.push_back(static_cast<uint32_t>(bytes_per_tpc));
-  w_.push_back(max_sm_count);
+  WordWriter::Packet p = w_.packet(7);
+  p.u32(inc(pb::kComputeSubchannel, plan_.local_memory_a, 2));
+  p.u32(static_cast<uint32_t>(address >> 32));
+  p.u32(static_cast<uint32_t>(address));
+  p.u32(inc(pb::kComputeSubchannel, plan_.non_throttled_a, 3));
+  p.u32(static_cast<uint32_t>(bytes_per_tpc >> 32));
+  p.u32(static_cast<uint32_t>(bytes_per_tpc));
+  p.u32(max_sm_count);
 }
 
 void PushbufferEncoder::copy(Sym dst, Sym src, uint64_t size) {
   for (uint64_t off = 0; off < size; off += kMaxCopyBytes) {
     const uint64_t piece = std::min(size - off, kMaxCopyBytes);
     const Sym s = src + static_cast<int64_t>(off), d = dst + static_cast<int64_t>(off);
+    WordWriter::Packet p = w_.packet(9);
     // OFFSET_IN_UPPER, OFFSET_IN_LOWER, OFFSET_OUT_UPPER, OFFSET_OUT_LOWER: upper halves first.
-    header(pb::kCopySubchannel, plan_.offset_in_upper, 4);
-    sym_field(*plan_.copy_upper, s, 32);
-    sym32(s);
-    sym_field(*plan_.copy_upper, d, 32);
-    sym32(d);
-    header(pb::kCopySubchannel, plan_.line_length_in, 1);
-    w_.push_back(static_cast<uint32_t>(piece));
-    header(pb::kCopySubchannel, plan_.launch_dma, 1);
-    w_.push_back(plan_.launch_copy);
+    p.u32(inc(pb::kCopySubchannel, plan_.offset_in_upper, 4));
+    p.sym_field(0, *plan_.copy_upper, s, 32);
+    p.sym32(s);
+    p.sym_field(0, *plan_.copy_upper, d, 32);
+    p.sym32(d);
+    p.u32(inc(pb::kCopySubchannel, plan_.line_length_in, 1));
+    p.u32(static_cast<uint32_t>(piece));
+    p.u32(inc(pb::kCopySubchannel, plan_.launch_dma, 1));
+    p.u32(plan_.launch_copy);
   }
 }
 
 void PushbufferEncoder::copy_signal(Sym addr, Sym value) {
   // SET_SEMAPHORE_A (upper), _B (lower), _PAYLOAD, _PAYLOAD_UPPER.
-  header(pb::kCopySubchannel, plan_.set_semaphore_a, 4);
-  sym_field(*plan_.copy_upper, addr, 32);
-  sym32(addr);
-  sym32(value);
-  sym32(value, 32);
-  header(pb::kCopySubchannel, plan_.launch_dma, 1);
-  w_.push_back(plan_.launch_signal64);
+  WordWriter::Packet p = w_.packet(7);
+  p.u32(inc(pb::kCopySubchannel, plan_.set_semaphore_a, 4));
+  p.sym_field(0, *plan_.copy_upper, addr, 32);
+  p.sym32(addr);
+  p.sym32(value);
+  p.sym32(value, 32);
+  p.u32(inc(pb::kCopySubchannel, plan_.launch_dma, 1));
+  p.u32(plan_.launch_signal64);
 }
 
 }  // namespace hcq::nv
