@@ -119,6 +119,9 @@ class QmdBuilder {
   // Per launch: constant bank 0 (the kernarg segment) and the grid and block dims.
   void launch(std::span<uint32_t> qmd, Sym cbank0_addr, uint32_t cbank0_size, const Dims& grid, const Dims& block,
               PatchSink* sink = nullptr) const;
+  // Only constant bank 0's address: what differs between two launches of one kernel with the same dims (the QMD of
+  // the other one copied, as an eager stream's launches do).
+  void set_bank0_address(std::span<uint32_t> qmd, Sym cbank0_addr, PatchSink* sink = nullptr) const;
   // Release semaphore `slot` (0 or 1) when the grid completes: the 64-bit payload at addr, the clock at addr + 8,
   // after a system membar. Returns false (and writes nothing) when the slot is taken.
   bool release(std::span<uint32_t> qmd, uint32_t slot, Sym addr, Sym payload, PatchSink* sink = nullptr) const;
@@ -131,8 +134,33 @@ class QmdBuilder {
   void put(std::span<uint32_t> qmd, const BitField& f, const Sym& v, uint8_t shift, PatchSink* sink) const;
   void put_address(std::span<uint32_t> qmd, const BitField& lo, const BitField& hi, const Sym& addr, uint8_t shift,
                    PatchSink* sink) const;
+  // An address split over a whole low dword and a high field within one dword, resolved to dword positions once:
+  // the addresses every launch writes (constant bank 0, a release's semaphore and payload) are then two stores.
+  // `direct` is false for a layout where that does not hold; such a slot goes through put_address.
+  struct AddressSlot {
+    const BitField* lo = nullptr;
+    const BitField* hi = nullptr;
+    uint8_t shift = 0;
+    bool direct = false;
+    uint32_t lo_word = 0, hi_word = 0, hi_bit = 0, hi_mask = 0;
+  };
+  static AddressSlot address_slot(const BitField& lo, const BitField& hi, uint8_t shift);
+  void put_address(std::span<uint32_t> qmd, const AddressSlot& slot, const Sym& addr, PatchSink* sink) const;
+
   const NvArchInfo& arch_;
   const qmd::QmdLayout& layout_;
+  AddressSlot bank0_;
+  std::array<AddressSlot, qmd::kReleases> release_address_{}, release_payload_{};
+  // A release's constant fields (structure size, 64-bit payload, membar, enable) folded per dword once, so a
+  // release after every eager launch writes a few words instead of setting four fields one by one.
+  struct Stamp {
+    uint32_t word, clear, bits;
+  };
+  struct ReleaseStamp {
+    std::array<Stamp, 4> fixed{};
+    uint32_t count = 0;
+  };
+  std::array<ReleaseStamp, qmd::kReleases> release_stamps_{};
 };
 
 // ---- GPFIFO and doorbell ----

@@ -2,6 +2,8 @@
 // qmd::QmdLayout::roles. The fixed values follow what tinygrad's NV runtime writes on hardware, except where the
 // field's name says otherwise (see the comments at CONSTANT_BUFFER_SIZE_SHIFTED4 and the release semaphores).
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "hcq/error.hpp"
 #include "nv/encode.hpp"
@@ -16,14 +18,68 @@ void check_size(std::span<const uint32_t> qmd, const qmd::QmdLayout& l) {
     throw InvalidArgument(cat("QMD V", int(l.major_version), " needs ", l.size_words, " dwords, got ", qmd.size()));
 }
 
+// The throws are out of line so that the checks on every launch stay a compare and a branch.
+[[noreturn, gnu::noinline]] void throw_misaligned(uint64_t addr, uint64_t alignment, const char* what) {
+  throw InvalidArgument(cat(what, " ", hex(addr), " must be ", alignment, "-byte aligned"));
+}
+
+[[noreturn, gnu::noinline]] void throw_address_too_wide(uint64_t addr, const BitField& lo, const BitField& hi) {
+  throw InvalidArgument(cat("address ", hex(addr), " does not fit QMD fields ", lo.name, "/", hi.name));
+}
+
+// `alignment` is a power of two.
 void check_aligned(const Sym& addr, uint64_t alignment, const char* what) {
-  if (addr.is_const() && addr.add % alignment != 0)
-    throw InvalidArgument(cat(what, " ", hex(addr.add), " must be ", alignment, "-byte aligned"));
+  if (addr.is_const() && (addr.add & (alignment - 1)) != 0) throw_misaligned(addr.add, alignment, what);
 }
 
 }  // namespace
 
-QmdBuilder::QmdBuilder(const NvArchInfo& arch) : arch_(arch), layout_(qmd::layout(arch.qmd_version)) {}
+QmdBuilder::AddressSlot QmdBuilder::address_slot(const BitField& lo, const BitField& hi, uint8_t shift) {
+  AddressSlot s{&lo, &hi, shift};
+  s.direct = lo.width == 32 && lo.lo % 32 == 0 && hi.lo / 32 == hi.hi() / 32;
+  s.lo_word = lo.lo / 32u;
+  s.hi_word = hi.lo / 32u;
+  s.hi_bit = hi.lo % 32u;
+  s.hi_mask = static_cast<uint32_t>(hi.mask());
+  return s;
+}
+
+void QmdBuilder::put_address(std::span<uint32_t> q, const AddressSlot& s, const Sym& addr, PatchSink* sink) const {
+  if (!addr.is_const() || !s.direct) return put_address(q, *s.lo, *s.hi, addr, s.shift, sink);
+  const uint64_t v = addr.add >> s.shift;
+  const uint64_t high = v >> 32;
+  if (high > s.hi_mask) throw_address_too_wide(addr.add, *s.lo, *s.hi);
+  q[s.lo_word] = static_cast<uint32_t>(v);
+  q[s.hi_word] = (q[s.hi_word] & ~(s.hi_mask << s.hi_bit)) | (static_cast<uint32_t>(high) << s.hi_bit);
+}
+
+QmdBuilder::QmdBuilder(const NvArchInfo& arch) : arch_(arch), layout_(qmd::layout(arch.qmd_version)) {
+  const qmd::QmdRoles& r = layout_.roles;
+  bank0_ = address_slot(*r.cbuf[0].address_lower, *r.cbuf[0].address_upper, r.cbuf_address_shift);
+  for (uint32_t slot = 0; slot < qmd::kReleases; ++slot) {
+    release_address_[slot] = address_slot(*r.release[slot].address_lower, *r.release[slot].address_upper, 0);
+    release_payload_[slot] = address_slot(*r.release[slot].payload_lower, *r.release[slot].payload_upper, 0);
+  }
+  // hcq signals are a 64-bit value then a 64-bit timestamp: a release is a four-word structure with a 64-bit
+  // payload, after a system membar so the grid's writes are visible first (tinygrad leaves PAYLOAD64B and the membar
+  // at 0). Those values and the enable, as (dword, bits to clear, bits to set).
+  for (uint32_t slot = 0; slot < qmd::kReleases; ++slot) {
+    const qmd::ReleaseRoles& rel = layout_.roles.release[slot];
+    std::array<uint32_t, 128> clear{}, bits{};
+    const std::span<uint32_t> c(clear.data(), layout_.size_words), b(bits.data(), layout_.size_words);
+    for (auto [f, v] : {std::pair{rel.structure_size, qmd::kStructureFourWords}, std::pair{rel.payload64b, 1u},
+                        std::pair{rel.membar_type, qmd::kMembarFeSysmembar}, std::pair{rel.enable, 1u}}) {
+      qmd::set(c, *f, f->mask());
+      qmd::set(b, *f, v);
+    }
+    ReleaseStamp& st = release_stamps_[slot];
+    for (uint32_t w = 0; w < layout_.size_words; ++w) {
+      if (clear[w] == 0) continue;
+      if (st.count == st.fixed.size()) throw std::logic_error("QMD release fields span more dwords than a stamp holds");
+      st.fixed[st.count++] = {w, clear[w], bits[w]};
+    }
+  }
+}
 
 void QmdBuilder::put(std::span<uint32_t> q, const BitField& f, const Sym& v, uint8_t shift, PatchSink* sink) const {
   if (v.is_const()) return qmd::set(q, f, v.add >> shift);
@@ -41,8 +97,7 @@ void QmdBuilder::put_address(std::span<uint32_t> q, const BitField& lo, const Bi
                              uint8_t shift, PatchSink* sink) const {
   if (addr.is_const()) {
     const uint64_t v = addr.add >> shift;
-    if (!hi.fits(v >> 32))
-      throw InvalidArgument(cat("address ", hex(addr.add), " does not fit QMD fields ", lo.name, "/", hi.name));
+    if (!hi.fits(v >> 32)) throw_address_too_wide(addr.add, lo, hi);
     qmd::set(q, lo, v & 0xffffffffu);
     qmd::set(q, hi, v >> 32);
     return;
@@ -121,10 +176,8 @@ void QmdBuilder::program(std::span<uint32_t> q, const QmdProgram& p) const {
 
 void QmdBuilder::launch(std::span<uint32_t> q, Sym cbank0_addr, uint32_t cbank0_size, const Dims& grid,
                         const Dims& block, PatchSink* sink) const {
-  check_size(q, layout_);
+  set_bank0_address(q, cbank0_addr, sink);
   const qmd::QmdRoles& r = layout_.roles;
-  check_aligned(cbank0_addr, uint64_t{1} << std::max<uint8_t>(r.cbuf_address_shift, 4), "constant bank 0 address");
-  put_address(q, *r.cbuf[0].address_lower, *r.cbuf[0].address_upper, cbank0_addr, r.cbuf_address_shift, sink);
   // CONSTANT_BUFFER_SIZE_SHIFTED4 holds the size in 16-byte units, as its name says (13 bits cover the 64 KiB a
   // bank can have). tinygrad writes the byte count unshifted, which asks for 16 times the bank it has; the golden
   // vectors carry that value (0x160 for 0x160 bytes) and the test documents the difference.
@@ -142,6 +195,13 @@ void QmdBuilder::launch(std::span<uint32_t> q, Sym cbank0_addr, uint32_t cbank0_
                               arch_.sm, "'s ", arch_.max_threads_per_block));
 }
 
+void QmdBuilder::set_bank0_address(std::span<uint32_t> q, Sym cbank0_addr, PatchSink* sink) const {
+  check_size(q, layout_);
+  const qmd::QmdRoles& r = layout_.roles;
+  check_aligned(cbank0_addr, uint64_t{1} << std::max<uint8_t>(r.cbuf_address_shift, 4), "constant bank 0 address");
+  put_address(q, bank0_, cbank0_addr, sink);
+}
+
 int QmdBuilder::free_release_slot(std::span<const uint32_t> q) const {
   for (uint32_t i = 0; i < qmd::kReleases; ++i)
     if (qmd::get(q, *layout_.roles.release[i].enable) == 0) return static_cast<int>(i);
@@ -154,14 +214,14 @@ bool QmdBuilder::release(std::span<uint32_t> q, uint32_t slot, Sym addr, Sym pay
   const qmd::ReleaseRoles& rel = layout_.roles.release[slot];
   if (qmd::get(q, *rel.enable) != 0) return false;
   check_aligned(addr, 8, "QMD release semaphore address");
-  put_address(q, *rel.address_lower, *rel.address_upper, addr, 0, sink);
-  put_address(q, *rel.payload_lower, *rel.payload_upper, payload, 0, sink);  // a 64-bit value split the same way
-  // hcq signals are a 64-bit value then a 64-bit timestamp: a four-word structure with a 64-bit payload, released
-  // after a system membar so the grid's writes are visible first (tinygrad leaves PAYLOAD64B and the membar at 0).
-  qmd::set(q, *rel.structure_size, qmd::kStructureFourWords);
-  qmd::set(q, *rel.payload64b, 1);
-  qmd::set(q, *rel.membar_type, qmd::kMembarFeSysmembar);
-  qmd::set(q, *rel.enable, 1);
+  put_address(q, release_address_[slot], addr, sink);
+  put_address(q, release_payload_[slot], payload, sink);  // a 64-bit value split the same way
+  // The structure size, payload width, membar and enable (see the constructor).
+  const ReleaseStamp& st = release_stamps_[slot];
+  for (uint32_t i = 0; i < st.count; ++i) {
+    const Stamp& s = st.fixed[i];
+    q[s.word] = (q[s.word] & ~s.clear) | s.bits;
+  }
   return true;
 }
 

@@ -185,6 +185,53 @@ TEST_P(NvProgramOnSim, EagerLaunchIsTimed) {
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(out.host()[i], i + 5);
 }
 
+// Eager launches on one thread reuse the QMD of the last launch with the same program words, dims and constant bank
+// size, rewriting only constant bank 0's address: each launch must still run its own kernel, dims and arguments.
+TEST_P(NvProgramOnSim, RepeatedEagerLaunchesRunTheirOwnKernelDimsAndArguments) {
+  constexpr const char* kMulValue = R"(
+HCQ_KERNEL(mul_value_u32, 2, 2) {
+  HCQ_FOR_EACH_THREAD(x, y, z) {
+    (void)y; (void)z;
+    uint32_t i = HCQ_GLOBAL_ID(0, x);
+    if (i < HCQ_VAL(0)) HCQ_BUF(uint32_t, 0)[i] = HCQ_BUF(uint32_t, 1)[i] * HCQ_VAL(1);
+  }
+}
+)";
+  auto mul = dev().load_program("mul_value_u32", dev().compiler().compile(kMulValue));
+  Mem in(dev(), 256), out(dev(), 256);
+  for (uint32_t i = 0; i < 64; ++i) in.host()[i] = i;
+  struct Launch {
+    const Program* program;
+    uint32_t value;
+    Dims global, local;
+    uint32_t covered;  // threads launched
+  };
+  const Dims two{2u, 1u, 1u}, warp{32u, 1u, 1u};
+  const std::vector<Launch> launches = {
+      {prog_.get(), 1, two, warp, 64},
+      {prog_.get(), 2, two, warp, 64},                            // same launch: served from the memo
+      {prog_.get(), 3, Dims{1u, 1u, 1u}, Dims{16u, 1u, 1u}, 16},  // other dims
+      {prog_.get(), 4, two, warp, 64},
+      {mul.get(), 5, two, warp, 64},  // same dims, other kernel
+      {prog_.get(), 6, two, warp, 64},
+      {prog_.get(), 7, two, warp, 64},
+  };
+  OwnedSignal done(0, "nv done");
+  for (size_t k = 0; k < launches.size(); ++k) {
+    const Launch& l = launches[k];
+    std::memset(out.host(), 0xff, 256);
+    auto q = dev().compute_queue();
+    q->exec(*l.program, LaunchArgs{{out.va(), in.va()}, {64u, l.value}}, l.global, l.local);
+    q->signal(done, k + 1);
+    q->submit();
+    dev().wait_signal(done, k + 1, 10s);
+    for (uint32_t i = 0; i < 64; ++i) {
+      const uint32_t want = i >= l.covered ? 0xffffffffu : l.program == mul.get() ? i * l.value : i + l.value;
+      ASSERT_EQ(out.host()[i], want) << "launch " << k << " i " << i;
+    }
+  }
+}
+
 // A kernel with a dynamically indexed local array keeps it in local memory: the program asks for shader local
 // memory per thread (QMD) and the device backs it before the launch (SET_SHADER_LOCAL_MEMORY on the channel).
 TEST_P(NvProgramOnSim, KernelWithLocalMemoryRuns) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <typeinfo>
 
 #include "hcq/capture.hpp"
 #include "hcq/error.hpp"
@@ -30,6 +31,40 @@ struct Backoff {
   }
 };
 
+// The QMD of the last exec on this thread after its launch fields, and what it was made from. An eager stream
+// launches one kernel with the same dims again and again, and those QMDs differ only in constant bank 0's address
+// (each launch has its own side memory): the next such launch copies these words and rewrites that address. Only
+// for constant dims. Keyed on the program's QMD words, not its address, which a later program may reuse.
+struct LaunchMemo {
+  static constexpr size_t kMaxWords = 128;
+  const qmd::QmdLayout* layout = nullptr;
+  size_t cbank0_size = 0;
+  std::array<uint64_t, 6> dims{};
+  std::array<uint32_t, kMaxWords> program{}, launched{};
+
+  static bool memoizable(std::span<const uint32_t> q, const Dims& grid, const Dims& block) {
+    for (size_t i = 0; i < 3; ++i)
+      if (!grid[i].is_const() || !block[i].is_const()) return false;
+    return q.size() <= kMaxWords;
+  }
+  static std::array<uint64_t, 6> key(const Dims& g, const Dims& b) {
+    return {g[0].add, g[1].add, g[2].add, b[0].add, b[1].add, b[2].add};
+  }
+  bool matches(const qmd::QmdLayout& l, std::span<const uint32_t> tmpl, size_t cb_size, const Dims& g,
+               const Dims& b) const {
+    return layout == &l && cbank0_size == cb_size && dims == key(g, b) &&
+           std::memcmp(program.data(), tmpl.data(), l.size_bytes()) == 0;
+  }
+  void remember(const qmd::QmdLayout& l, std::span<const uint32_t> tmpl, size_t cb_size, const Dims& g,
+                const Dims& b, std::span<const uint32_t> q) {
+    layout = &l;
+    cbank0_size = cb_size;
+    dims = key(g, b);
+    std::memcpy(program.data(), tmpl.data(), l.size_bytes());
+    std::memcpy(launched.data(), q.data(), l.size_bytes());
+  }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -51,7 +86,7 @@ std::vector<uint32_t> channel_init_words(const NvArchInfo& arch, NvEngine engine
 // NvRing
 
 NvRing::NvRing(NvGpu& gpu, const NvChannelView& channel, uint64_t pushbuffer_bytes, std::string device_name)
-    : gpu_(gpu), ch_(channel), arch_(*gpu.facts().arch), device_name_(std::move(device_name)) {
+    : gpu_(gpu), ch_(channel), arch_(*gpu.facts().arch), qmd_(arch_), device_name_(std::move(device_name)) {
   if (pushbuffer_bytes == 0 || pushbuffer_bytes % 4 != 0)
     throw InvalidArgument(cat(device_name_, ": a pushbuffer of ", pushbuffer_bytes, " bytes (a positive multiple of 4)"));
   NvAllocOptions o;
@@ -354,7 +389,7 @@ void NvQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
 // Compute queue
 
 NvComputeQueue::NvComputeQueue(Device& dev, NvRing& ring)
-    : NvQueue(dev, QueueKind::compute, ring), qmd_(ring.arch()) {}
+    : NvQueue(dev, QueueKind::compute, ring), qmd_(ring.qmd_builder()) {}
 
 void NvComputeQueue::QmdSink::on_symbol(size_t word, const Sym& value, PatchList::Kind kind, uint8_t shift,
                                          uint8_t lo_bit, uint8_t nbits) {
@@ -366,7 +401,8 @@ SideBlock NvComputeQueue::carve_side(uint64_t size) {
   // several execs. Space is taken (arena_used_) by the caller once the exec is encoded.
   const uint64_t take = (size + qmd::kAlignment - 1) / qmd::kAlignment * qmd::kAlignment;
   if (arena_.host == nullptr || arena_used_ + take > arena_.size) {
-    arena_ = device().alloc_side(std::max(take, kArenaBytes), qmd::kAlignment);
+    arena_ = device().alloc_side(std::max(take, arena_.host == nullptr ? kFirstArenaBytes : kArenaBytes),
+                                 qmd::kAlignment);
     side_.push_back(arena_);
     arena_used_ = 0;
   }
@@ -388,7 +424,8 @@ void NvComputeQueue::encode_signal(Sym signal_addr, Sym value) {
 
 void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
                                  const Dims& local) {
-  const auto* p = dynamic_cast<const NvProgram*>(&program);
+  // NvProgram is final, so an exact type compare is enough, and cheaper than a dynamic_cast on every exec.
+  const auto* p = typeid(program) == typeid(NvProgram) ? static_cast<const NvProgram*>(&program) : nullptr;
   if (p == nullptr)
     throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ", which is not an NV program"));
   const CubinKernel& k = p->kernel();
@@ -411,25 +448,45 @@ void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args,
   const SideBlock side = carve_side(cbank0_off + cb.size());
   auto* qmd = reinterpret_cast<uint32_t*>(side.host);
   std::byte* cbank0 = side.host + cbank0_off;
-  std::memcpy(qmd, p->qmd_template().data(), qmd_bytes);
   std::memcpy(cbank0, cb.data(), cb.size());
   const std::span<uint32_t> q(qmd, qmd_.layout().size_words);
+  const Sym cbank0_addr(side.va + cbank0_off);
 
   // The launch fields first: they may refuse the dims, and then nothing of this exec must have been recorded.
   RecordingSink launch_syms;
-  qmd_.launch(q, Sym(side.va + cbank0_off), static_cast<uint32_t>(cb.size()), global, local, &launch_syms);
+  thread_local LaunchMemo memo;
+  const bool memoizable = LaunchMemo::memoizable(q, global, local);
+  if (memoizable && memo.matches(qmd_.layout(), p->qmd_template(), cb.size(), global, local)) {
+    std::memcpy(qmd, memo.launched.data(), qmd_bytes);
+    qmd_.set_bank0_address(q, cbank0_addr);
+  } else {
+    std::memcpy(qmd, p->qmd_template().data(), qmd_bytes);
+    qmd_.launch(q, cbank0_addr, static_cast<uint32_t>(cb.size()), global, local, &launch_syms);
+    if (memoizable) memo.remember(qmd_.layout(), p->qmd_template(), cb.size(), global, local, q);
+  }
   arena_used_ += side.size;  // only now: a refused launch leaves its space to the next exec
   QmdSink sink(patches_, qmd);
   for (const RecordingSink::Entry& e : launch_syms.entries)
     sink.on_symbol(e.word, e.value, e.kind, e.shift, e.lo_bit, e.nbits);
+  // Parameters: buffer addresses (8 bytes each), then 32-bit values. A constant is written now, a variable is
+  // patched at submit.
   std::byte* params = cbank0 + p->param_offset();
-  for (size_t i = 0; i < args.bufs.size(); ++i)
-    patches_.add(args.bufs[i],
-                 {PatchList::kAbsolute, reinterpret_cast<uint64_t>(params + 8 * i), PatchList::Kind::u64});
-  for (size_t i = 0; i < args.vals.size(); ++i)
-    patches_.add(args.vals[i], {PatchList::kAbsolute,
-                                reinterpret_cast<uint64_t>(params + 8 * args.bufs.size() + 4 * i),
-                                PatchList::Kind::u32});
+  for (size_t i = 0; i < args.bufs.size(); ++i) {
+    std::byte* at = params + 8 * i;
+    if (args.bufs[i].is_const())
+      std::memcpy(at, &args.bufs[i].add, 8);
+    else
+      patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), PatchList::Kind::u64});
+  }
+  for (size_t i = 0; i < args.vals.size(); ++i) {
+    std::byte* at = params + 8 * args.bufs.size() + 4 * i;
+    if (args.vals[i].is_const()) {
+      const auto v = static_cast<uint32_t>(args.vals[i].add);
+      std::memcpy(at, &v, 4);
+    } else {
+      patches_.add(args.vals[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), PatchList::Kind::u32});
+    }
+  }
 
   // Back to back with the previous exec: the previous QMD schedules this one when it completes.
   if (std::span<uint32_t> prev = last_qmd(); !prev.empty()) {

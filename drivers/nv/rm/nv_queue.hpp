@@ -47,6 +47,8 @@ class NvRing {
 
   const NvChannelView& channel() const { return ch_; }
   const NvArchInfo& arch() const { return arch_; }
+  // The QMD builder of this channel's architecture, shared by its queues (a queue per eager launch builds none).
+  const QmdBuilder& qmd_builder() const { return qmd_; }
   uint64_t pushbuffer_bytes() const { return pb_bytes_; }
   uint32_t entries() const { return ch_.entries; }
 
@@ -100,6 +102,7 @@ class NvRing {
   NvGpu& gpu_;
   NvChannelView ch_;
   const NvArchInfo& arch_;
+  QmdBuilder qmd_;
   std::string device_name_;
   std::unique_ptr<NvMemory> pushbuffer_;
   uint64_t pb_bytes_;
@@ -173,8 +176,9 @@ class NvComputeQueue final : public NvQueue {
   }
   // `size` bytes (rounded up to the QMD alignment) of side memory at the arena's next free offset, 256-byte aligned.
   SideBlock carve_side(uint64_t size);
-  static constexpr uint64_t kArenaBytes = 8192;
-  QmdBuilder qmd_;
+  // The first arena holds one launch (most queues are an eager launch's); later ones hold several.
+  static constexpr uint64_t kFirstArenaBytes = 1024, kArenaBytes = 8192;
+  const QmdBuilder& qmd_;
   SideBlock arena_{};
   uint64_t arena_used_ = 0;
   uint32_t* last_qmd_ = nullptr;
