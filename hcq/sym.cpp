@@ -5,8 +5,7 @@
 
 namespace hcq {
 
-uint64_t Sym::eval(std::span<const uint64_t> vars) const {
-  if (is_const()) return add;
+uint64_t Sym::eval_var(std::span<const uint64_t> vars) const {
   if (static_cast<size_t>(var) >= vars.size())
     throw InvalidArgument(cat("variable v", var, " has no value (", vars.size(), " values given)"));
   return vars[static_cast<size_t>(var)] + add;  // 64-bit wrap-around is the documented behaviour

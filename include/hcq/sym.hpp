@@ -25,8 +25,12 @@ struct Sym {
   constexpr Sym(Var v, int64_t offset = 0) : var(v.id), add(static_cast<uint64_t>(offset)) {}  // NOLINT
 
   constexpr bool is_const() const { return var < 0; }
-  // Throws InvalidArgument when the variable has no value in `vars`.
-  uint64_t eval(std::span<const uint64_t> vars) const;
+  // Throws InvalidArgument when the variable has no value in `vars`. Inline for constants: launch checks evaluate
+  // every dim of every exec.
+  uint64_t eval(std::span<const uint64_t> vars) const { return is_const() ? add : eval_var(vars); }
+
+ private:
+  uint64_t eval_var(std::span<const uint64_t> vars) const;
 };
 
 constexpr Sym operator+(Var v, int64_t offset) { return Sym(v, offset); }

@@ -39,6 +39,7 @@ NvDevice::~NvDevice() {
   {
     std::lock_guard lock(rings_mu_);
     debugger_.reset();  // it names the compute object: it goes first
+    rings_ready_.store(false, std::memory_order_relaxed);
     compute_ring_.reset();
     copy_ring_.reset();
     channels_.reset();
@@ -88,6 +89,7 @@ void NvDevice::ensure_rings() {
   compute_ring_ = std::move(compute);
   copy_ring_ = std::move(copy);
   make_fault_debugger();
+  rings_ready_.store(true, std::memory_order_release);
 }
 
 void NvDevice::make_fault_debugger() {
@@ -109,8 +111,11 @@ abi::Handle NvDevice::fault_debugger() const {
 }
 
 std::unique_ptr<HWQueue> NvDevice::new_queue(QueueKind kind) {
-  std::lock_guard lock(rings_mu_);
-  ensure_rings();
+  // The rings live until the device is destroyed, when no queue may be made any more.
+  if (!rings_ready_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(rings_mu_);
+    ensure_rings();
+  }
   if (kind == QueueKind::compute) return std::make_unique<NvComputeQueue>(*this, *compute_ring_);
   return std::make_unique<NvCopyQueue>(*this, *copy_ring_);
 }

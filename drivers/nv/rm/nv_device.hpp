@@ -5,6 +5,7 @@
 // NvCompiler for the GPU's SM version.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <map>
@@ -115,6 +116,8 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   mutable std::mutex rings_mu_;
   std::unique_ptr<NvChannelGroup> channels_;
   std::unique_ptr<NvRing> compute_ring_, copy_ring_;
+  // Set (release) once both rings exist: new_queue, on every eager launch, reads it without taking rings_mu_.
+  std::atomic<bool> rings_ready_{false};
   ChannelDetails channel_details_;  // set before the rings exist
   // The SM debugger on the compute object (freed before the channels); why there is none if RM refused it.
   RmObject debugger_;
