@@ -2,6 +2,7 @@
 // resolved once into an EncoderPlan so that encoding is appends and ORs only.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <string_view>
 #include <utility>
@@ -125,8 +126,12 @@ static const EncoderPlan& plan_for(const NvArchInfo& arch) {
     return out;
   }();
   const auto table = nv_arch_table();
+  // `arch` is an entry of the table (every queue's encoder is made from one): its index, without a search.
+  const std::less<const NvArchInfo*> before;  // a total order, for pointers that may lie outside the table
+  if (!before(&arch, table.data()) && before(&arch, table.data() + table.size()))
+    return plans[static_cast<size_t>(&arch - table.data())];
   for (size_t i = 0; i < table.size(); ++i)
-    if (&table[i] == &arch || table[i].sm == arch.sm) return plans[i];
+    if (table[i].sm == arch.sm) return plans[i];
   throw InvalidArgument(cat("no encoder plan for sm_", arch.sm));
 }
 

@@ -141,6 +141,9 @@ TEST_P(NvDeviceOnSim, MemoryIsTheSameBytesOnHostAndGpu) {
     const std::byte* gpu_bytes = m.driver->translate(0, a.va, size);
     ASSERT_NE(gpu_bytes, nullptr);
     EXPECT_EQ(std::memcmp(gpu_bytes, host_bytes, size), 0);
+    // Through the process's own mapping, not an alias of it: the host's and the engine's atomics (GPPut, GPGet,
+    // semaphores) must meet at one address for their ordering to hold for every observer (ThreadSanitizer too).
+    EXPECT_EQ(static_cast<const void*>(gpu_bytes), static_cast<const void*>(host_bytes));
     const uint64_t va = a.va;
     dev->free_memory(a);
     EXPECT_EQ(dev->bytes_in_use(), before);
