@@ -37,6 +37,7 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
     std::lock_guard<std::mutex> lk(mu_);
     faults_.push_back(f);
   }
+  bool stopped_by_group(ChannelFault&) override { return false; }  // one channel, no group
 
   void allow_classes(std::vector<uint32_t> c) {
     std::lock_guard<std::mutex> lk(mu_);

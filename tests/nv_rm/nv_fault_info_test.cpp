@@ -2,8 +2,9 @@
 // debugger object (GT200_DEBUGGER) on the compute object, READ_ALL_SM_ERROR_STATES then READ_MMU_FAULT_INFO
 // (nv/rm/abi/debugger.hpp). On SIM-NV an SM's fetch from an unmapped VA is recorded as hardware and RM record it
 // (address, PTE fault, read access, GPC client) and the DeviceFault names it; a copy engine's fault is not recorded
-// (RM logs it only) and the report still carries everything the notifier gives; a query that fails is said so in
-// the message, which keeps the original error; malformed debugger calls get RM's statuses.
+// (RM logs it only) and the report still carries everything the notifier gives; both channels of the group stop
+// and the report leads with the one whose engine faulted; a query that fails is said so in the message, which keeps
+// the original error; malformed debugger calls get RM's statuses.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -128,6 +129,9 @@ TEST_P(NvFaultInfoOnSim, InstructionFetchFromAnUnmappedAddress) {
   EXPECT_TRUE(has(msg, "entry at GPGet")) << msg;
   EXPECT_TRUE(has(msg, "timeline signal")) << msg;
   EXPECT_TRUE(has(msg, "PROGRAM_ADDRESS")) << msg;  // the simulator's own reason
+  // RM recovers the whole channel group: the copy channel stopped too, and is named after the one that faulted.
+  EXPECT_TRUE(has(msg, "stopped with it (same channel group): copy channel")) << msg;
+  EXPECT_LT(msg.find("compute channel"), msg.find("copy channel")) << msg;
 }
 
 TEST_P(NvFaultInfoOnSim, ConstantBankAtAnUnmappedAddress) {
@@ -152,6 +156,11 @@ TEST_P(NvFaultInfoOnSim, CopyEngineFaultKeepsTheNotifierReport) {
   EXPECT_TRUE(has(msg, "copy channel")) << msg;
   EXPECT_TRUE(has(msg, "LAUNCH_DMA")) << msg;
   EXPECT_TRUE(has(msg, hex(kUnmapped))) << msg;  // from the simulator's detail
+  // The notifier names the engine that faulted, though both channels are in one graphics channel group; every
+  // member's notifier says so, and the report leads with the copy channel.
+  EXPECT_TRUE(has(msg, "on COPY0")) << msg;
+  EXPECT_TRUE(has(msg, "stopped with it (same channel group): compute channel")) << msg;
+  EXPECT_LT(msg.find("copy channel"), msg.find("compute channel")) << msg;
   q.reset();
   dev_->free_memory(dst);
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hcq/compiler.hpp"
@@ -133,6 +134,28 @@ TEST_P(NvFaultOnSim, CopyFromAnUnmappedAddress) {
   expect_others_unaffected();
   dev().free_memory(dst);
   expect_prompt_teardown(std::move(q));
+}
+
+// RM recovers a faulted channel's whole channel group: the compute channel, blocked on a semaphore when the copy
+// channel faults, never runs again, even once its semaphore is released.
+TEST_P(NvFaultOnSim, AFaultStopsTheWholeChannelGroup) {
+  OwnedSignal gate(0, "nv gate"), after(0, "nv after");
+  auto waiting = dev().compute_queue();
+  waiting->wait(gate, 1).signal(after, 1).submit();
+  const Allocation dst = dev().alloc_memory(4096, BufferSpec{.cpu_access = true});
+  auto copy = dev().copy_queue();
+  copy->copy(dst.va, kUnmapped, 256);
+  submit(*copy);
+  const std::string msg = expect_fault();
+  EXPECT_TRUE(has(msg, "stopped with it (same channel group): compute channel")) << msg;
+  gate->set_value(1);
+  std::this_thread::sleep_for(50ms);  // time for a channel that was still running to pass the acquire
+  EXPECT_EQ(after->value(), 0u) << "the compute channel ran on after its group was stopped";
+  const std::string state = static_cast<NvDevice&>(dev()).describe_state();
+  EXPECT_TRUE(has(state, "stopped with its channel group")) << state;
+  dev().free_memory(dst);
+  waiting.reset();
+  expect_prompt_teardown(std::move(copy));
 }
 
 TEST_P(NvFaultOnSim, MalformedMethod) {

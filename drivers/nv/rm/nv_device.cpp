@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
@@ -76,9 +77,9 @@ void NvDevice::ensure_rings() {
   auto compute = std::make_unique<NvRing>(*gpu_, group->channel(0).view(), kPushbufferBytes, name());
   auto copy = std::make_unique<NvRing>(*gpu_, group->channel(1).view(), kPushbufferBytes, name());
   // A submitter waiting for room on a faulted channel ends with the device's sticky fault.
-  for (NvRing* r : {compute.get(), copy.get()})
-    r->set_fault_check([this, r] {
-      if (std::exception_ptr f = fault_of(*r)) {
+  for (auto [r, sibling] : {std::pair{compute.get(), copy.get()}, std::pair{copy.get(), compute.get()}})
+    r->set_fault_check([this, r, sibling] {
+      if (std::exception_ptr f = fault_of(*r, sibling)) {
         record_error(f);
         std::rethrow_exception(f);
       }
@@ -223,23 +224,32 @@ std::string NvDevice::rm_fault_info(const abi::ErrorNotification& n) const {
   }
 }
 
-std::exception_ptr NvDevice::fault_of(const NvRing& ring) const {
+std::exception_ptr NvDevice::fault_of(const NvRing& ring, const NvRing* sibling) const {
   if (!ring.faulted()) return nullptr;
   std::lock_guard lock(fault_mu_);
   if (fault_) return fault_;
   const abi::ErrorNotification n = ring.error_notification();
+  const bool copy_engine = n.info16 >= abi::engine_type::copy0;
+  // Lead with the ring of the engine that faulted when the sibling is that one.
+  const NvRing* culprit = &ring;
+  const NvRing* stopped = sibling != nullptr && sibling->faulted() ? sibling : nullptr;
+  if (stopped != nullptr && (ring.channel().engine == NvEngine::copy) != copy_engine &&
+      (stopped->channel().engine == NvEngine::copy) == copy_engine)
+    std::swap(culprit, stopped);
   const char* what = abi::rc::name(n.info32);
   const std::string engine = n.info16 == abi::engine_type::graphics ? "GR0"
-                             : n.info16 >= abi::engine_type::copy0 ? cat("COPY", n.info16 - abi::engine_type::copy0)
-                                                                   : cat("engine type ", n.info16);
+                             : copy_engine ? cat("COPY", n.info16 - abi::engine_type::copy0)
+                                           : cat("engine type ", n.info16);
   const Signal& t = timeline_signal();
-  const std::string details = channel_details(ring);
+  const std::string details = channel_details(*culprit);
   const std::string recorded = rm_fault_info(n);
+  const std::string with_it =
+      stopped != nullptr ? cat("; stopped with it (same channel group): ", stopped->describe()) : std::string();
   fault_ = std::make_exception_ptr(DeviceFault(
       cat(name(), ": ", what ? what : "channel error", " (RM error ", n.info32, ", Xid ", n.info32, ", on ", engine,
-          " at GPU time ", n.timestamp, " ns)", recorded, "; ", ring.describe(), "; timeline signal ", hex(t.addr()),
-          " = ", t.value(), details.empty() ? "; RM logs the rest to the kernel log (Xid)" : details, " [",
-          gpu_->describe(), "]")));
+          " at GPU time ", n.timestamp, " ns)", recorded, "; ", culprit->describe(), with_it, "; timeline signal ",
+          hex(t.addr()), " = ", t.value(), details.empty() ? "; RM logs the rest to the kernel log (Xid)" : details,
+          " [", gpu_->describe(), "]")));
   return fault_;
 }
 
@@ -252,9 +262,10 @@ std::exception_ptr NvDevice::poll_fault() const {
   // looks again at the next one.
   std::unique_lock lock(rings_mu_, std::try_to_lock);
   if (!lock) return nullptr;
-  for (const NvRing* r : {compute_ring_.get(), copy_ring_.get()})
+  for (auto [r, sibling] : {std::pair{compute_ring_.get(), copy_ring_.get()},
+                            std::pair{copy_ring_.get(), compute_ring_.get()}})
     if (r)
-      if (std::exception_ptr f = fault_of(*r)) return f;
+      if (std::exception_ptr f = fault_of(*r, sibling)) return f;
   return nullptr;
 }
 

@@ -69,6 +69,9 @@ struct ChannelFault {
   // a GPC client of GR. RM records only those for the compute context (GT200_DEBUGGER's READ_MMU_FAULT_INFO); the
   // host's, the front end's and the copy engines' it reports through the notifier and the kernel log only.
   bool by_sm = false;
+  // The copy engine made the access or raised the error. RM's notifier names the engine that faulted (COPYn), which
+  // for a copy channel in a graphics channel group is not the group's engine.
+  bool by_copy_engine = false;
 };
 
 // Services the driver gives a runner. All methods are thread-safe and may be called from the runner's threads.
@@ -93,6 +96,10 @@ class ChannelHost {
   // error notifier (NvNotification: timestamp, info32 = code, status = 0xffff) and refuses further doorbells to it.
   // The runner must stop fetching GPFIFO entries from this channel after calling it.
   virtual void fault(const ChannelFault& f) = 0;
+  // A fault on another channel of this one's channel group stopped it too: RM recovers the whole group (TSG) and
+  // writes every member's error notifier. Then true, with that channel's fault in `why`; the runner stops at its
+  // next step without a fault report of its own. Called once per step: cheap while nothing has faulted.
+  virtual bool stopped_by_group(ChannelFault& why) = 0;
 };
 
 // Executes one channel. The driver calls doorbell() from the thread that stored the channel's work submit token to

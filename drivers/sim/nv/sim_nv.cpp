@@ -446,6 +446,7 @@ std::string SimNv::describe_channel(size_t gpu, uint32_t channel_id) const {
     auto it = s().channels.find({gpu, channel_id});
     if (it == s().channels.end()) return {};
     ch = it->second;
+    if (ch->stopped_by_group) return cat("simulated GPU: ", ch->fault.reason);
     if (ch->faulted) {
       const ChannelFault& f = ch->fault;
       return cat("simulated GPU: ", to_string(f.kind), f.address ? cat(" at ", hex(f.address)) : std::string(),

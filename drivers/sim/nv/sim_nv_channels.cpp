@@ -103,6 +103,12 @@ class NvChannelHost final : public ChannelHost {
     std::lock_guard lock(s_.mu);
     s_.fault_channel_locked(ch_, f);
   }
+  bool stopped_by_group(ChannelFault& why) override {
+    if (!ch_.stopped_by_group.load(std::memory_order_acquire)) return false;
+    std::lock_guard lock(s_.mu);
+    why = ch_.fault;
+    return true;
+  }
 
  private:
   SimNv::State& s_;
@@ -198,27 +204,48 @@ uint64_t SimNv::State::time_ns() const {
           .count());
 }
 
+namespace {
+
+// RM's error notification: the timestamp, info32 and info16 first, the status last (what a waiter polls).
+void write_error_notifier(const NvChannel& ch, uint64_t now, uint32_t code, uint16_t engine) {
+  const auto& notifier = ch.error_notifier;
+  if (!notifier || notifier->size < sizeof(abi::ErrorNotification) || !notifier->backing.host) return;
+  std::byte* n = notifier->backing.host;
+  std::memcpy(n + offsetof(abi::ErrorNotification, timestamp), &now, 8);
+  std::memcpy(n + offsetof(abi::ErrorNotification, info32), &code, 4);
+  std::memcpy(n + offsetof(abi::ErrorNotification, info16), &engine, 2);
+  std::atomic_thread_fence(std::memory_order_release);
+  reinterpret_cast<volatile uint16_t*>(n + offsetof(abi::ErrorNotification, status))[0] =
+      abi::kNotificationStatusError;
+}
+
+}  // namespace
+
 void SimNv::State::fault_channel_locked(NvChannel& ch, const ChannelFault& f) {
   if (ch.faulted) return;  // the first fault stops the channel; later reports add nothing
-  ch.faulted = true;
-  ch.fault = f;
   if (f.kind == ChannelFaultKind::mmu_fault && f.by_sm && ch.desc.engine == NvEngineKind::compute)
     record_sm_fault(ch.gr_faults, f);
-  const auto& notifier = ch.error_notifier;
-  if (notifier && notifier->size >= sizeof(abi::ErrorNotification) && notifier->backing.host) {
-    std::byte* n = ch.error_notifier->backing.host;
-    const uint64_t now = time_ns();
-    const uint32_t code = robust_channel_code(f.kind, ch.desc.engine_instance);
-    const uint16_t engine = static_cast<uint16_t>(ch.desc.engine == NvEngineKind::copy
-                                                      ? abi::engine_type::copy0 + ch.desc.engine_instance
-                                                      : abi::engine_type::graphics);
-    // The timestamp, info32 and info16 first, the status last (what a waiter polls).
-    std::memcpy(n + offsetof(abi::ErrorNotification, timestamp), &now, 8);
-    std::memcpy(n + offsetof(abi::ErrorNotification, info32), &code, 4);
-    std::memcpy(n + offsetof(abi::ErrorNotification, info16), &engine, 2);
-    std::atomic_thread_fence(std::memory_order_release);
-    reinterpret_cast<volatile uint16_t*>(n + offsetof(abi::ErrorNotification, status))[0] =
-        abi::kNotificationStatusError;
+  // The notifier names the engine that faulted: a copy engine as COPYn even on a channel of a graphics group.
+  const uint32_t code = robust_channel_code(f.kind, ch.desc.engine_instance);
+  const uint16_t engine = static_cast<uint16_t>(ch.desc.engine == NvEngineKind::copy || f.by_copy_engine
+                                                    ? abi::engine_type::copy0 + ch.desc.engine_instance
+                                                    : abi::engine_type::graphics);
+  const uint64_t now = time_ns();
+  // RM recovers the whole channel group (TSG): every member stops and gets the same notification
+  // (krcErrorSetNotifier with RC_NOTIFIER_SCOPE_TSG, as for MMU faults from Volta on). A channel outside any group
+  // is its own.
+  ch.faulted = true;
+  ch.fault = f;
+  write_error_notifier(ch, now, code, engine);
+  if (ch.group == 0) return;
+  for (auto& [key, member] : channels) {
+    NvChannel& m = *member;
+    if (&m == &ch || m.faulted || key.first != ch.gpu || m.client != ch.client || m.group != ch.group) continue;
+    m.faulted = true;
+    m.fault = f;
+    m.fault.reason = cat("stopped with its channel group: channel ", ch.desc.channel_id, " faulted (", f.reason, ")");
+    m.stopped_by_group.store(true, std::memory_order_release);
+    write_error_notifier(m, now, code, engine);
   }
 }
 

@@ -87,6 +87,9 @@ struct NvChannel final : RmPayload {
   bool scheduled = false;                     // State::mu
   bool faulted = false;                       // State::mu
   ChannelFault fault;                         // State::mu
+  // Stopped by another member's fault (RM recovers the whole channel group); set after `fault` is, read by the
+  // runner's thread before each step without State::mu.
+  std::atomic<bool> stopped_by_group{false};
   NvGrFaultRecord gr_faults;                  // State::mu: the SMs' MMU faults (compute channels)
   std::atomic<uint64_t> doorbells{0};
   std::mutex runner_mu;  // held around runner calls and while the runner is replaced

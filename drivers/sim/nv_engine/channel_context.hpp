@@ -35,11 +35,14 @@ class ChannelContext : public GuestMemory<ChannelHost> {
   // Runs a launch through the attached kernel runner: "" when it ran, else why not.
   std::string run_launch(const Launch& l);
 
-  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`. `access` and
-  // `by_sm` describe an mmu_fault (ChannelFault).
+  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`. `access`, `by_sm`
+  // and `by_copy_engine` say who took it (ChannelFault).
   Step fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason,
-             MmuAccess access = MmuAccess::read, bool by_sm = false);
+             MmuAccess access = MmuAccess::read, bool by_sm = false, bool by_copy_engine = false);
   const ChannelFault& last_fault() const { return fault_; }
+  // True (and that fault kept, nothing reported) when the driver stopped this channel with its group
+  // (ChannelHost::stopped_by_group). The runner asks before each step.
+  bool stopped_by_group() { return host_.stopped_by_group(fault_); }
 
  private:
   const ChannelDesc& desc_;

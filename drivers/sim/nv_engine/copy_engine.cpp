@@ -32,7 +32,8 @@ class CopyEngine final : public ClassEngine {
 
  private:
   Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why) {
-    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_LAUNCH_DMA " + hex(c.data) + ": " + why);
+    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_LAUNCH_DMA " + hex(c.data) + ": " + why,
+               MmuAccess::read, /*by_sm=*/false, /*by_copy_engine=*/true);
     return Outcome::fault;
   }
   // LAUNCH_DMA field `name` by its enum name (empty when the value has none).
