@@ -87,6 +87,10 @@ int SimOs::ioctl(int fd, unsigned long request, void* arg) {
 }
 
 void* SimOs::mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  // MAP_FIXED replaces whatever was mapped there, as the kernel does: the drivers hear of that as an unmap (a
+  // buffer's host mapping replaced by a PROT_NONE reservation is no longer the process's view of the buffer).
+  if ((flags & MAP_FIXED) != 0 && addr != nullptr)
+    for (const auto& d : drivers_) d->on_munmap(addr, length);
   const std::optional<OpenFile> f = fd >= 0 ? lookup(fd) : std::nullopt;
   if (!f) return fallback_.mmap(addr, length, prot, flags, fd, offset);
   int err = 0;

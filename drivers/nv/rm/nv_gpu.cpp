@@ -318,13 +318,22 @@ NvMemory::~NvMemory() {
   for (const Uuid& peer : peers_) gpu_.uvm().unmap_from_gpu(va_, size_, peer);
   if (gpu_mapped_) gpu_.uvm().unmap_from_gpu(va_, size_, gpu_.facts().uuid);
   if (dma_mapped_) rm.unmap_memory_dma(gpu_.device(), gpu_.virtmem_.handle(), handle_, va_);
+  // Inside the VA reservation a host mapping is replaced by PROT_NONE, never unmapped: another mmap of the process
+  // could take the hole before VaSpace::free re-reserves the range with MAP_FIXED, which would then destroy it.
+  auto drop_host_mapping = [this] {
+    void* at = reinterpret_cast<void*>(va_);
+    if (va_from_space_)
+      gpu_.os().mmap(at, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    else
+      gpu_.os().munmap(at, size_);
+  };
   if (cpu_mapped_by_rm_) {
-    if (host_mapped_) gpu_.os().munmap(reinterpret_cast<void*>(va_), size_);
+    if (host_mapped_) drop_host_mapping();
     rm.unmap_memory(gpu_.device(), handle_, cpu_cookie_);
   }
   if (handle_) rm.release(gpu_.device(), handle_);
-  if (anon_mapped_) gpu_.os().munmap(reinterpret_cast<void*>(va_), size_);
-  // VaSpace::free re-reserves the range PROT_NONE (filling the holes the munmaps left).
+  if (anon_mapped_) drop_host_mapping();
+  // VaSpace::free puts the range back (re-reserving it PROT_NONE once more).
   if (va_from_space_) {
     try {
       process().va.free(va_, size_);
