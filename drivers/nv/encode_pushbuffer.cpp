@@ -145,6 +145,12 @@ constexpr uint32_t inc(uint32_t subchannel, uint16_t method_offset, uint32_t cou
   return pb::header(SecOp::inc_method, subchannel, method_offset, count);
 }
 
+// A 64-bit value for an _A/_B (UPPER/LOWER) method pair: the upper word first.
+void upper_lower(WordWriter::Packet& p, uint64_t v) {
+  p.u32(static_cast<uint32_t>(v >> 32));
+  p.u32(static_cast<uint32_t>(v));
+}
+
 }  // namespace
 
 // SEM_ADDR_LO, SEM_ADDR_HI, SEM_PAYLOAD_LO, SEM_PAYLOAD_HI, SEM_EXECUTE under one INC header.
@@ -212,11 +218,9 @@ void PushbufferEncoder::launch(Sym qmd_addr) {
 void PushbufferEncoder::compute_setup(uint64_t local_window, uint64_t shared_window) {
   WordWriter::Packet p = w_.packet(6);
   p.u32(inc(pb::kComputeSubchannel, plan_.local_window_a, 2));
-  p.u32(static_cast<uint32_t>(local_window >> 32));
-  p.u32(static_cast<uint32_t>(local_window));
+  upper_lower(p, local_window);
   p.u32(inc(pb::kComputeSubchannel, plan_.shared_window_a, 2));
-  p.u32(static_cast<uint32_t>(shared_window >> 32));
-  p.u32(static_cast<uint32_t>(shared_window));
+  upper_lower(p, shared_window);
 }
 
 void PushbufferEncoder::set_local_memory(uint64_t address, uint64_t bytes_per_tpc, uint32_t max_sm_count) {
@@ -225,11 +229,9 @@ void PushbufferEncoder::set_local_memory(uint64_t address, uint64_t bytes_per_tp
                               "'s SET_SHADER_LOCAL_MEMORY_A"));
   WordWriter::Packet p = w_.packet(7);
   p.u32(inc(pb::kComputeSubchannel, plan_.local_memory_a, 2));
-  p.u32(static_cast<uint32_t>(address >> 32));
-  p.u32(static_cast<uint32_t>(address));
+  upper_lower(p, address);
   p.u32(inc(pb::kComputeSubchannel, plan_.non_throttled_a, 3));
-  p.u32(static_cast<uint32_t>(bytes_per_tpc >> 32));
-  p.u32(static_cast<uint32_t>(bytes_per_tpc));
+  upper_lower(p, bytes_per_tpc);
   p.u32(max_sm_count);
 }
 
