@@ -57,15 +57,14 @@ QmdBuilder::QmdBuilder(const NvArchInfo& arch) : arch_(arch), layout_(qmd::layou
   const qmd::QmdRoles& r = layout_.roles;
   bank0_ = address_slot(*r.cbuf[0].address_lower, *r.cbuf[0].address_upper, r.cbuf_address_shift);
   for (uint32_t slot = 0; slot < qmd::kReleases; ++slot) {
-    release_address_[slot] = address_slot(*r.release[slot].address_lower, *r.release[slot].address_upper, 0);
-    release_payload_[slot] = address_slot(*r.release[slot].payload_lower, *r.release[slot].payload_upper, 0);
-  }
-  // hcq signals are a 64-bit value then a 64-bit timestamp: a release is a four-word structure with a 64-bit
-  // payload, after a system membar so the grid's writes are visible first (tinygrad leaves PAYLOAD64B and the membar
-  // at 0). Those values and the enable, as (dword, bits to clear, bits to set).
-  for (uint32_t slot = 0; slot < qmd::kReleases; ++slot) {
-    const qmd::ReleaseRoles& rel = layout_.roles.release[slot];
+    const qmd::ReleaseRoles& rel = r.release[slot];
+    release_address_[slot] = address_slot(*rel.address_lower, *rel.address_upper, 0);
+    release_payload_[slot] = address_slot(*rel.payload_lower, *rel.payload_upper, 0);
+    // hcq signals are a 64-bit value then a 64-bit timestamp: a release is a four-word structure with a 64-bit
+    // payload, after a system membar so the grid's writes are visible first (tinygrad leaves PAYLOAD64B and the
+    // membar at 0). Those values and the enable, as (dword, bits to clear, bits to set).
     std::array<uint32_t, 128> clear{}, bits{};
+    if (layout_.size_words > clear.size()) throw std::logic_error("QMD larger than the release stamp's scratch");
     const std::span<uint32_t> c(clear.data(), layout_.size_words), b(bits.data(), layout_.size_words);
     for (auto [f, v] : {std::pair{rel.structure_size, qmd::kStructureFourWords}, std::pair{rel.payload64b, 1u},
                         std::pair{rel.membar_type, qmd::kMembarFeSysmembar}, std::pair{rel.enable, 1u}}) {
