@@ -41,9 +41,11 @@ NvDevice::~NvDevice() {
     std::lock_guard lock(rings_mu_);
     debugger_.reset();  // it names the compute object: it goes first
     rings_ready_.store(false, std::memory_order_relaxed);
+    // The channels before the rings' pushbuffer memory: a channel that is still fetching (a faulted device is not
+    // idle at teardown) must be stopped before the memory it reads goes away.
+    channels_.reset();
     compute_ring_.reset();
     copy_ring_.reset();
-    channels_.reset();
   }
   slm_.clear();
   std::lock_guard lock(mu_);
@@ -230,9 +232,10 @@ std::exception_ptr NvDevice::fault_of(const NvRing& ring, const NvRing* sibling)
   if (fault_) return fault_;
   const abi::ErrorNotification n = ring.error_notification();
   const bool copy_engine = n.info16 >= abi::engine_type::copy0;
-  // Lead with the ring of the engine that faulted when the sibling is that one.
+  // Lead with the ring of the engine that faulted when the sibling is that one. RM stops the whole group, so the
+  // other ring is stopped too, whether or not its notifier (written one channel after the other) is seen yet.
   const NvRing* culprit = &ring;
-  const NvRing* stopped = sibling != nullptr && sibling->faulted() ? sibling : nullptr;
+  const NvRing* stopped = sibling;
   if (stopped != nullptr && (ring.channel().engine == NvEngine::copy) != copy_engine &&
       (stopped->channel().engine == NvEngine::copy) == copy_engine)
     std::swap(culprit, stopped);

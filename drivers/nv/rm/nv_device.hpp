@@ -93,8 +93,8 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   void ensure_local_memory(uint32_t bytes_per_thread);
 
   // The fault of `ring`'s channel if its notifier was written (made once, then kept), else null. `sibling`: the
-  // other ring of the channel group, or null. RM writes every member's notifier alike, naming the engine that
-  // faulted: the report leads with that engine's ring and names the other as stopped with it.
+  // other ring of the channel group, or null. RM stops the whole group and writes every member's notifier alike,
+  // naming the engine that faulted: the report leads with that engine's ring and names the other as stopped with it.
   std::exception_ptr fault_of(const NvRing& ring, const NvRing* sibling) const;
   std::string channel_details(const NvRing& ring) const;
   // What RM recorded about the fault in notification `n`, for the message (starts with "; "), or "" when RM keeps

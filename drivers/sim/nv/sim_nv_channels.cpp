@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "hcq/error.hpp"
 #include "nv/facts/gpfifo.hpp"
@@ -234,19 +235,22 @@ void SimNv::State::fault_channel_locked(NvChannel& ch, const ChannelFault& f) {
   // RM recovers the whole channel group (TSG): every member stops and gets the same notification
   // (krcErrorSetNotifier with RC_NOTIFIER_SCOPE_TSG, as for MMU faults from Volta on). A channel outside any group
   // is its own.
+  // Every member is stopped before any notifier is written: a process that sees one sees the whole group stopped.
   ch.faulted = true;
   ch.fault = f;
-  write_error_notifier(ch, now, code, engine);
-  if (ch.group == 0) return;
-  for (auto& [key, member] : channels) {
-    NvChannel& m = *member;
-    if (&m == &ch || m.faulted || key.first != ch.gpu || m.client != ch.client || m.group != ch.group) continue;
-    m.faulted = true;
-    m.fault = f;
-    m.fault.reason = cat("stopped with its channel group: channel ", ch.desc.channel_id, " faulted (", f.reason, ")");
-    m.stopped_by_group.store(true, std::memory_order_release);
-    write_error_notifier(m, now, code, engine);
-  }
+  std::vector<NvChannel*> stopped{&ch};
+  if (ch.group != 0)
+    for (auto& [key, member] : channels) {
+      NvChannel& m = *member;
+      if (&m == &ch || m.faulted || key.first != ch.gpu || m.client != ch.client || m.group != ch.group) continue;
+      m.faulted = true;
+      m.fault = f;
+      m.fault.reason =
+          cat("stopped with its channel group: channel ", ch.desc.channel_id, " faulted (", f.reason, ")");
+      m.stopped_by_group.store(true, std::memory_order_release);
+      stopped.push_back(&m);
+    }
+  for (const NvChannel* m : stopped) write_error_notifier(*m, now, code, engine);
 }
 
 void SimNv::State::fault_channel(size_t gpu, uint32_t channel_id, const ChannelFault& f) {
