@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,17 @@ class PatchList {
 
   // Records that `value` lives at `where`. A constant is written at once and not recorded.
   void add(Sym value, Location where);
+  // The same for a 32- or 64-bit word at host address `at` (a kernel argument): inline for a constant, which every
+  // eager launch stores several of, so it costs a store rather than add()'s checks.
+  void add_absolute(const Sym& value, std::byte* at, Kind kind) {
+    if (!value.is_const() || kind == Kind::field) return add(value, {kAbsolute, reinterpret_cast<uint64_t>(at), kind});
+    if (kind == Kind::u64) {
+      std::memcpy(at, &value.add, 8);
+    } else {
+      const auto w = static_cast<uint32_t>(value.add);
+      std::memcpy(at, &w, 4);
+    }
+  }
 
   // Writes every patch whose variable changed since the last apply (all of them on the first apply, or after
   // invalidate()). Throws InvalidArgument, before writing anything, if a patch's variable has no value.

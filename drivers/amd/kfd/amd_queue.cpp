@@ -363,20 +363,8 @@ AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs
     l.packet_va = l.side.va;
   }
   l.launch_block = kargs + p->launch_block_offset();
-  // A constant is stored right away (what PatchList::add would do for it); a symbol becomes a patch.
-  auto put = [&](const Sym& v, uint64_t off, PatchList::Kind kind) {
-    std::byte* at = kargs + off;
-    if (v.is_const()) {
-      if (kind == PatchList::Kind::u64) {
-        std::memcpy(at, &v.add, 8);
-      } else {
-        const auto w = static_cast<uint32_t>(v.add);
-        std::memcpy(at, &w, 4);
-      }
-      return;
-    }
-    patches_.add(v, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), kind});
-  };
+  // A constant is stored right away; a symbol becomes a patch.
+  auto put = [&](const Sym& v, uint64_t off, PatchList::Kind kind) { patches_.add_absolute(v, kargs + off, kind); };
   for (size_t i = 0; i < args.bufs.size(); ++i) put(args.bufs[i], 8 * i, PatchList::Kind::u64);
   for (size_t i = 0; i < args.vals.size(); ++i) put(args.vals[i], 8 * args.bufs.size() + 4 * i, PatchList::Kind::u32);
   // The launch block takes each dim as it is (a constant, or a direct patch of its variable): no products.

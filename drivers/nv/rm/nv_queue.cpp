@@ -471,22 +471,10 @@ void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args,
   // Parameters: buffer addresses (8 bytes each), then 32-bit values. A constant is written now, a variable is
   // patched at submit.
   std::byte* params = cbank0 + p->param_offset();
-  for (size_t i = 0; i < args.bufs.size(); ++i) {
-    std::byte* at = params + 8 * i;
-    if (args.bufs[i].is_const())
-      std::memcpy(at, &args.bufs[i].add, 8);
-    else
-      patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), PatchList::Kind::u64});
-  }
-  for (size_t i = 0; i < args.vals.size(); ++i) {
-    std::byte* at = params + 8 * args.bufs.size() + 4 * i;
-    if (args.vals[i].is_const()) {
-      const auto v = static_cast<uint32_t>(args.vals[i].add);
-      std::memcpy(at, &v, 4);
-    } else {
-      patches_.add(args.vals[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(at), PatchList::Kind::u32});
-    }
-  }
+  for (size_t i = 0; i < args.bufs.size(); ++i)
+    patches_.add_absolute(args.bufs[i], params + 8 * i, PatchList::Kind::u64);
+  for (size_t i = 0; i < args.vals.size(); ++i)
+    patches_.add_absolute(args.vals[i], params + 8 * args.bufs.size() + 4 * i, PatchList::Kind::u32);
 
   // Back to back with the previous exec: the previous QMD schedules this one when it completes.
   if (std::span<uint32_t> prev = last_qmd(); !prev.empty()) {
