@@ -169,10 +169,13 @@ TEST_P(AmdSignalEventTest, WaitSleepsInWaitEventsAndTheInterruptWakesIt) {
     opener.join();
     EXPECT_GE(dev().timeline_signal().value(), v);
     const sim::SimKfd::EventCounters after = counters();
-    // It slept in the ioctl (a few 10 ms slices at most, not thousands of polls), and the GPU's interrupt woke it.
+    // It slept in the ioctl (a few 10 ms slices at most, not thousands of polls), and the GPU raised the interrupt
+    // once. Whether the host was blocked at that instant or between two slices (then it takes the event, or sees
+    // the value, on its next look) is the scheduler's choice, so the wake-up itself is checked only to be at most one.
     EXPECT_GE(after.waits - before.waits, 1u);
     EXPECT_LE(after.waits - before.waits, 30u);
-    EXPECT_EQ(after.woken_by_interrupt - before.woken_by_interrupt, 1u);
+    EXPECT_EQ(after.interrupts - before.interrupts, 1u);
+    EXPECT_LE(after.woken_by_interrupt - before.woken_by_interrupt, 1u);
     dev().synchronize();
   }
 }
@@ -204,7 +207,7 @@ TEST_P(AmdSignalEventTest, TimeoutWhileSleeping) {
   }
   const sim::SimKfd::EventCounters after = counters();
   EXPECT_GE(after.waits - before.waits, 1u) << "the wait slept in WAIT_EVENTS";
-  EXPECT_EQ(after.woken_by_interrupt, before.woken_by_interrupt);
+  EXPECT_EQ(after.interrupts, before.interrupts);
   gate->set_value(1);
   dev().synchronize();
 }
@@ -246,7 +249,9 @@ TEST_P(AmdSignalEventTest, PeerGpuTakesASlotInTheProcessEventPage) {
   std::thread opener = open_later(gate);
   dev(0).wait_signal(dev(0).timeline_signal(), v);
   opener.join();
-  EXPECT_EQ(counters(0).woken_by_interrupt - before.woken_by_interrupt, 1u);
+  const sim::SimKfd::EventCounters after = counters(0);
+  EXPECT_GE(after.waits - before.waits, 1u);
+  EXPECT_EQ(after.interrupts - before.interrupts, 1u);
   dev(0).synchronize();
 }
 
@@ -331,6 +336,7 @@ TEST_F(SimKfdSignalEventTest, InterruptWakesEveryWaiterOnce) {
   b.join();
   EXPECT_EQ(r1, static_cast<uint32_t>(KFD_IOC_WAIT_RESULT_COMPLETE));
   EXPECT_EQ(r2, static_cast<uint32_t>(KFD_IOC_WAIT_RESULT_COMPLETE));
+  EXPECT_EQ(kfd_->event_counters(id)->interrupts, 1u);
   EXPECT_EQ(kfd_->event_counters(id)->woken_by_interrupt, 2u);
   EXPECT_EQ(slots_[id], sim::SimKfd::kUnsignaledSlot) << "the interrupt handler acknowledges the slot";
   uint32_t r = 0;
@@ -357,6 +363,7 @@ TEST_F(SimKfdSignalEventTest, InterruptNeedsTheSlotWritten) {
   kfd_->raise_interrupt(kfd_->gpu_id(0), a);
   EXPECT_EQ(wait({a}, 0, &r), 0);
   EXPECT_EQ(r, static_cast<uint32_t>(KFD_IOC_WAIT_RESULT_COMPLETE));
+  EXPECT_EQ(kfd_->event_counters(a)->interrupts, 1u) << "the one whose slot was written";
   EXPECT_EQ(kfd_->event_counters(a)->woken_by_interrupt, 0u) << "no one was blocked on it";
 }
 

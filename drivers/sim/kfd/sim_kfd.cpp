@@ -1005,6 +1005,7 @@ void SimKfd::signal_event_locked(Event& e, bool by_interrupt) {
   // The kernel's set_event(): every waiter on the list is activated and woken; an auto-reset event stays set only
   // when no one was waiting (the next WAIT_EVENTS then takes it at once).
   e.signaled = !e.auto_reset || e.waiters.empty();
+  if (by_interrupt) ++e.counters.interrupts;
   for (Waiter* w : e.waiters) {
     if (by_interrupt && !w->activated) ++e.counters.woken_by_interrupt;
     w->activated = true;

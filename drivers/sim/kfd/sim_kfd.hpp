@@ -88,10 +88,13 @@ class SimKfd final : public SimDriver {
   // kfd_signal_event_interrupt handles it: the signal event the context id names, if its event page slot was
   // written; otherwise every signal event whose slot was written (a bad or stale id costs a scan, not an error).
   void raise_interrupt(uint32_t gpu_id, uint32_t context_id);
-  // What happened to a live event, for tests: WAIT_EVENTS calls that named it, and waiters that were blocked on it
-  // when an interrupt signaled it (a host that slept in the ioctl and was woken by the GPU). nullopt: no such event.
+  // What happened to a live event, for tests: WAIT_EVENTS calls that named it, interrupts that signaled it, and
+  // waiters that were blocked on it when an interrupt signaled it (a host that slept in the ioctl and was woken by
+  // the GPU). An interrupt that lands between two of a host's sleep slices signals the event with no one blocked on
+  // it, so `interrupts` is the exact count and `woken_by_interrupt` at most that. nullopt: no such event.
   struct EventCounters {
     uint64_t waits = 0;
+    uint64_t interrupts = 0;
     uint64_t woken_by_interrupt = 0;
   };
   std::optional<EventCounters> event_counters(uint32_t event_id) const;
