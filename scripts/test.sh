@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. release build, warnings as errors (build/)        -> every test
+#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
@@ -177,6 +177,17 @@ step() {
 }
 
 step release build -Dbuildtype=release -Dwerror=true --
+# The `hcq` tool's machine-readable output (tests/tools), on the release build: one pass or failure per script.
+for script in tests/tools/*_test.py; do
+  if out=$(timeout --kill-after=30 "$run_timeout" python3 "$script" build/tools/hcq </dev/null 2>&1); then
+    echo "== tools: $(basename "$script"): $out"
+    total_passed=$((total_passed + 1))
+  else
+    echo "== tools: $(basename "$script") FAILED:"
+    echo "$out" | tail -20
+    total_failed=$((total_failed + 1))
+  fi
+done
 if [[ $quick -eq 0 ]]; then
   # -O1 with debug info and assertions on: what the sanitizers recommend, readable stacks, and a third less compile
   # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not

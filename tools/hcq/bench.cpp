@@ -68,10 +68,12 @@ constexpr const char* kBenchHelp =
 using Clock = std::chrono::steady_clock;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Targets from issue 2. The launch target is the CPU device's; the others hold for every device.
+// Targets from issue 2. The launch target is the CPU device's; the others hold for every device, except copies on
+// a simulated GPU, whose target is issue 3's and 4's: its copy engine is a host thread beside the host's own memcpy.
 constexpr double kCpuLaunchMedianTargetUs = 2.0;
 constexpr double kBoundEnqueueTargetNs = 50.0;
 constexpr double kCopyToMemcpyTarget = 0.80;
+constexpr double kSimulatedCopyToMemcpyTarget = 0.50;
 // Target from issues 3 and 4 (AMD, NVIDIA): one complete launch encoded in at most this much host time.
 constexpr double kEncodeTargetNs = 200.0;
 // Targets from issue 5 (graph replay).
@@ -450,12 +452,15 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
     print_row(r, "encode_ns", fixed(r.encode_ns, 1), "<= 200 ns", met(r.encode_ns, r.encode_ns <= kEncodeTargetNs));
     const std::pair<const char*, double> copies[] = {
         {"copy_gbps h2d", r.h2d_gbps}, {"copy_gbps d2h", r.d2h_gbps}, {"copy_gbps d2d", r.d2d_gbps}};
+    const bool simulated = r.interface == "sim-kfd" || r.interface == "sim-rm";
+    const double copy_target = simulated ? kSimulatedCopyToMemcpyTarget : kCopyToMemcpyTarget;
+    const std::string copy_target_text = ">= " + fixed(copy_target * 100, 0) + "% memcpy";
     for (auto [metric, value] : copies) {
       const double ratio = value / r.memcpy_gbps;
       std::string shown = fixed(value, 2);
       // Rounded down, so that a ratio shown as 80% never fails the 80% target.
       if (std::isfinite(ratio)) shown += " (" + fixed(std::floor(ratio * 100), 0) + "% memcpy)";
-      print_row(r, metric, shown, ">= 80% memcpy", met(ratio, ratio >= kCopyToMemcpyTarget));
+      print_row(r, metric, shown, copy_target_text, met(ratio, ratio >= copy_target));
     }
     print_row(r, "memcpy_gbps", fixed(r.memcpy_gbps, 2), "(yardstick)");
     print_row(r, "graph per_kernel_ns", fixed(r.graph.per_kernel_ns, 1), "<= 50 ns",
