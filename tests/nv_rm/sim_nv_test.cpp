@@ -411,6 +411,43 @@ TEST_F(SimNvTest, MemoryIsOneSetOfBytesOnHostAndGpuAtTheSameVa) {
   os->munmap(va, size);
 }
 
+// RM_MAP_MEMORY ties a CPU mapping to a file as RM does: memory in a BAR (VRAM) to the GPU's own /dev/nvidia<N>,
+// RM system memory to a control file; the wrong one is NV_ERR_INVALID_ARGUMENT. A file holds one pending mapping.
+TEST_F(SimNvTest, CpuMappingsGoThroughTheFileRmTiesThemTo) {
+  open_device();
+  const Handle vram = alloc_vram(0x4000, SimNv::kPage);
+  abi::MemoryAllocParams a{};
+  a.owner = client;
+  a.size = SimNv::kPage;
+  a.type = abi::nvos32::type_notifier;
+  a.flags = abi::nvos32::alloc_memory_handle_provided;
+  a.attr = abi::nvos32::location_pci << abi::nvos32::attr_location_shift;
+  const Handle sysmem = alloc(device, 0x4001, abi::cls::memory_system, a);
+  const int gpu_file = open("/dev/nvidia0");
+  abi::RegisterFd r{ctl};
+  ASSERT_EQ(os->ioctl(gpu_file, abi::escape_request(abi::esc::register_fd, sizeof r), &r), 0);
+  const int ctl_file = open("/dev/nvidiactl");
+  auto map = [&](Handle memory, int fd) {
+    abi::RmMapMemoryWithFd m{};
+    m.params.client = client;
+    m.params.device = device;
+    m.params.memory = memory;
+    m.params.length = SimNv::kPage;
+    m.fd = fd;
+    EXPECT_EQ(os->ioctl(ctl, abi::escape_request(abi::esc::rm_map_memory, sizeof m), &m), 0);
+    return m.params.status;
+  };
+  EXPECT_EQ(map(sysmem, gpu_file), st::err_invalid_argument) << "system memory is the control device's";
+  EXPECT_EQ(map(vram, ctl_file), st::err_invalid_argument) << "VRAM is the GPU's";
+  ASSERT_EQ(map(sysmem, ctl_file), st::ok);
+  EXPECT_EQ(map(sysmem, ctl_file), st::err_state_in_use) << "one pending mapping per file";
+  void* p = os->mmap(nullptr, SimNv::kPage, PROT_READ | PROT_WRITE, MAP_SHARED, ctl_file, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  static_cast<volatile uint32_t*>(p)[0] = 7;
+  os->munmap(p, SimNv::kPage);
+  EXPECT_EQ(map(vram, gpu_file), st::ok);
+}
+
 TEST_F(SimNvTest, UvmRangeErrors) {
   open_device();
   const Handle mem = alloc_vram(0x4000, 64 << 10);

@@ -268,7 +268,9 @@ std::unique_ptr<NvMemory> NvGpu::alloc(uint64_t size, const NvAllocOptions& opts
     a.limit = m->size_ - 1;
     m->handle_ = rm.alloc(device(), vram ? cls::memory_local_user : cls::memory_system, a);
     if (opts.cpu_access) {
-      UniqueFd map_fd = open_device_fd();
+      // VRAM is mapped through its BAR, so through the GPU's own file; RM system memory through the control device
+      // (RM refuses the GPU's file for it).
+      UniqueFd map_fd = vram ? open_device_fd() : rm.open_control_file();
       m->cpu_cookie_ = rm.map_memory(device(), m->handle_, 0, m->size_, 0, map_fd.get());
       m->cpu_mapped_by_rm_ = true;
       void* p = os().mmap(reinterpret_cast<void*>(m->va_), m->size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,

@@ -72,6 +72,15 @@ RmClient::RmClient(Os& os) : os_(os), next_handle_(kFirstHandle) {
   if (root_ == 0) throw RmError("RM_ALLOC of the root client returned handle 0", status::err_generic);
 }
 
+UniqueFd RmClient::open_control_file() const {
+  const int fd = os_.open(kCtlPath, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw OsError(cat(kCtlPath, ": open for a system-memory mapping"), err);
+  }
+  return UniqueFd(os_, fd);
+}
+
 RmClient::~RmClient() {
   if (root_) release(0, root_);
 }

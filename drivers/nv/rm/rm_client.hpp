@@ -45,6 +45,9 @@ class RmClient {
 
   Os& os() const { return os_; }
   int ctl_fd() const { return ctl_.get(); }
+  // A second /dev/nvidiactl file, for one CPU mapping of memory that lies in no BAR (RM system memory): RM ties such
+  // a mapping to the control device, and each file holds one pending mapping until its mmap.
+  UniqueFd open_control_file() const;
   abi::Handle root() const { return root_; }
   const abi::DriverVersion& version() const { return version_; }
   const abi::BranchAbi& branch() const { return *branch_; }

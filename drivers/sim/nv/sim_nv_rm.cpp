@@ -480,6 +480,19 @@ int SimNv::State::rm_map_memory(void* arg) {
     p.status = st::err_invalid_argument;  // rm_create_mmap_context: not an nvidia fd
     return 0;
   }
+  // RmCreateMmapContextLocked: what lies in no BAR of the GPU (RM system memory) is mapped through the control
+  // device, so the file must be an nvidiactl one; BAR memory (VRAM, the usermode registers) through the GPU's own
+  // /dev/nvidia<N> (nv_add_mapping_context_to_file checks the file's device). Either mismatch: invalid argument.
+  const bool sysmem = mem->kind == RmKind::memory_system;
+  if (sysmem ? f->kind != NvFile::Kind::ctl
+             : f->kind != NvFile::Kind::gpu || f->gpu != static_cast<size_t>(mem->gpu)) {
+    p.status = st::err_invalid_argument;
+    return 0;
+  }
+  if (f->mmap_context) {
+    p.status = st::err_state_in_use;  // a mapping prepared on this file and not yet mmapped
+    return 0;
+  }
   ctx.offset = p.offset;
   ctx.length = p.length;
   f->mmap_context = ctx;
