@@ -379,6 +379,41 @@ TEST_F(SimNvTest, AnotherVersionOnRequest) {
   EXPECT_EQ(v->major, 570u);
 }
 
+// RM checks a control's parameter size exactly, and three blocks are shorter in 570 than in 580: FB info V2 (57
+// pairs, not 128), class list V2 (100 classes, not 200) and the GPFIFO schedule (no bSkipEnable; covered by
+// opening a device on 570 in nv_device_test).
+TEST_F(SimNvTest, ControlSizesFollowTheDriverBranch) {
+  for (const char* version : {"570.86.16", "580.95.05"}) {
+    SCOPED_TRACE(version);
+    make("hopper", version);
+    open_device();
+    const abi::ControlSizes& sizes = abi::select_branch(*abi::parse_driver_version(version)).controls;
+    const bool r570 = std::string_view(version).starts_with("570");
+    EXPECT_EQ(sizes.fb_info_v2, r570 ? 460u : 1028u);
+    EXPECT_EQ(sizes.classlist_v2, r570 ? 404u : 804u);
+    EXPECT_EQ(sizes.gpfifo_schedule, r570 ? 2u : 3u);
+    abi::FbInfoV2Params fb{};
+    fb.list_size = 1;
+    fb.list[0].index = abi::fb_info::total_ram_size;
+    const uint32_t other_fb = r570 ? 1028 : 460;
+    EXPECT_EQ(control(subdevice, abi::ctrl::fb_get_info_v2, &fb, other_fb), st::err_invalid_argument);
+    ASSERT_EQ(control(subdevice, abi::ctrl::fb_get_info_v2, &fb, sizes.fb_info_v2), st::ok);
+    EXPECT_EQ(uint64_t{fb.list[0].data} << 10, driver->gpu_spec(0).vram_bytes);
+    fb.list_size = sizes.fb_info_max_list() + 1;
+    EXPECT_EQ(control(subdevice, abi::ctrl::fb_get_info_v2, &fb, sizes.fb_info_v2), st::err_invalid_argument);
+    // The class list fills only the caller's block: 570's ends 400 bytes in.
+    abi::ClassListV2Params cl{};
+    std::memset(&cl, 0xab, sizeof cl);
+    EXPECT_EQ(control(device, abi::ctrl::gpu_get_classlist_v2, &cl, r570 ? 804 : 404), st::err_invalid_argument);
+    ASSERT_EQ(control(device, abi::ctrl::gpu_get_classlist_v2, &cl, sizes.classlist_v2), st::ok);
+    EXPECT_GT(cl.num_classes, 0u);
+    EXPECT_NE(cl.classes[0], 0xababababu);
+    if (r570) {
+      EXPECT_EQ(cl.classes[100], 0xababababu) << "written past 570's block";
+    }
+  }
+}
+
 TEST_F(SimNvTest, MemoryIsOneSetOfBytesOnHostAndGpuAtTheSameVa) {
   open_device();
   const uint64_t size = 2 << 20;

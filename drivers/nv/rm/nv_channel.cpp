@@ -36,7 +36,7 @@ NvChannelGroup::NvChannelGroup(NvGpu& gpu, const std::vector<NvEngine>& engines,
   for (NvEngine e : engines) channels_.push_back(make_channel(e, entries));
   GpfifoScheduleParams s{};
   s.enable = 1;
-  rm.control(group_.handle(), ctrl::channel_group_gpfifo_schedule, s);
+  rm.control(group_.handle(), ctrl::channel_group_gpfifo_schedule, &s, rm.branch().controls.gpfifo_schedule);
 }
 
 NvChannelGroup::~NvChannelGroup() {

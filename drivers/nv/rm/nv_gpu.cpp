@@ -171,7 +171,7 @@ void NvGpu::query_facts() {
   FbInfoV2Params fb{};
   fb.list_size = 1;
   fb.list[0].index = fb_info::total_ram_size;
-  rm.control(subdevice(), ctrl::fb_get_info_v2, fb);
+  rm.control(subdevice(), ctrl::fb_get_info_v2, &fb, rm.branch().controls.fb_info_v2);
   facts_.vram_bytes = uint64_t{fb.list[0].data} * 1024;
 
   GidInfoParams gid{};

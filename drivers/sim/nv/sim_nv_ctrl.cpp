@@ -47,6 +47,18 @@ const Command* find_command(uint32_t cmd) {
   return nullptr;
 }
 
+// The parameter size RM's control table holds for `c` in the branch the simulated driver reports: the blocks that
+// differ between branches are shorter in 570 (the table's sizes are 580's).
+size_t expected_size(const Command& c, const abi::BranchAbi* branch) {
+  if (branch == nullptr) return c.size;
+  switch (c.cmd) {
+    case ctrl::fb_get_info_v2: return branch->controls.fb_info_v2;
+    case ctrl::gpu_get_classlist_v2: return branch->controls.classlist_v2;
+    case ctrl::channel_group_gpfifo_schedule: return branch->controls.gpfifo_schedule;
+    default: return c.size;
+  }
+}
+
 void copy_string(char* dst, size_t cap, std::string_view s) {
   std::memset(dst, 0, cap);
   std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
@@ -99,7 +111,7 @@ int SimNv::State::rm_control(void* arg) {
       p->status = st::err_invalid_client;
       return 0;
     }
-    if ((p->params_size != 0) != (params != nullptr) || (c != nullptr && p->params_size != c->size)) {
+    if ((p->params_size != 0) != (params != nullptr) || (c != nullptr && p->params_size != expected_size(*c, branch))) {
       p->status = st::err_invalid_argument;
       return 0;
     }
@@ -159,7 +171,13 @@ int SimNv::State::rm_control(void* arg) {
       case ctrl::gpu_get_classlist_v2: {
         auto* q = static_cast<abi::ClassListV2Params*>(params);
         const std::vector<uint32_t> all = spec->classes();
-        std::memset(q->classes, 0, sizeof q->classes);
+        // The caller's block holds as many classes as its branch's (checked) size says.
+        const size_t room = (p->params_size - sizeof q->num_classes) / sizeof(uint32_t);
+        if (all.size() > room) {
+          p->status = st::err_invalid_argument;
+          break;
+        }
+        std::memset(q->classes, 0, room * sizeof(uint32_t));
         std::copy(all.begin(), all.end(), q->classes);
         q->num_classes = static_cast<uint32_t>(all.size());
         break;
@@ -209,7 +227,7 @@ int SimNv::State::rm_control(void* arg) {
       }
       case ctrl::fb_get_info_v2: {
         auto* q = static_cast<abi::FbInfoV2Params*>(params);
-        if (q->list_size > abi::kFbInfoMaxList) {
+        if (q->list_size > (branch ? branch->controls.fb_info_max_list() : abi::kFbInfoMaxList)) {
           p->status = st::err_invalid_argument;
           break;
         }

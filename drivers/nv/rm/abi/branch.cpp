@@ -15,9 +15,14 @@ constexpr MapMemoryDmaLayout kMapMemoryDma570{56, 32, 0, 0, 40, 48};
 // NVOS46 in 580: ..., flags @32, flags2 @36, kindOverride @40, dma_offset @48, status @56; 64 bytes.
 constexpr MapMemoryDmaLayout kMapMemoryDma580{64, 32, 36, 40, 48, 56};
 
+// FB info list 0x39 pairs, class list V2 100 classes, schedule without bSkipEnable.
+constexpr ControlSizes kControls570{4 + 8 * 0x39, 4 + 4 * 100, 2};
+// FB info list 0x80 pairs, class list V2 200 classes, schedule with bSkipEnable.
+constexpr ControlSizes kControls580{4 + 8 * 0x80, 4 + 4 * 200, 3};
+
 constexpr BranchAbi kBranches[] = {
-    {570, "r570", kMapMemoryDma570},
-    {580, "r580", kMapMemoryDma580},
+    {570, "r570", kMapMemoryDma570, kControls570},
+    {580, "r580", kMapMemoryDma580, kControls580},
 };
 
 template <class T>

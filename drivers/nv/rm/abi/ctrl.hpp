@@ -1,6 +1,8 @@
 // RM_CONTROL commands bring-up and channels use, and their parameter blocks. A command number is
 // (class << 16) | (interface << 8) | message; the object it is sent to must be of that class (or a subclass).
-// Facts from open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/**. Identical in the 570 and 580 branches.
+// Facts from open-gpu-kernel-modules src/common/sdk/nvidia/inc/ctrl/**. Identical in the 570 and 580 branches but
+// for the three blocks branch.hpp sizes per branch (FB info V2, class list V2, GPFIFO schedule): those are written
+// here in their 580 form, the largest.
 #pragma once
 
 #include <cstddef>
@@ -63,7 +65,7 @@ struct ClassListParams {
 };
 static_assert(sizeof(ClassListParams) == 16);
 
-// NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS
+// NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS (580's 200 classes; 570 has 100: BranchAbi::controls)
 constexpr uint32_t kClassListV2Max = 200;
 struct ClassListV2Params {
   uint32_t num_classes;
@@ -118,7 +120,7 @@ constexpr uint32_t litter_num_sm_per_tpc = 0x20;
 constexpr uint32_t max_list_size = 0x3a;  // NV2080_CTRL_GR_INFO_MAX_SIZE: longer lists are refused
 }  // namespace gr_info
 
-// NV2080_CTRL_FB_GET_INFO_V2_PARAMS: the pairs inline.
+// NV2080_CTRL_FB_GET_INFO_V2_PARAMS: the pairs inline (580's 128; 570 has 57: BranchAbi::controls).
 constexpr uint32_t kFbInfoMaxList = 128;
 struct FbInfoV2Params {
   uint32_t list_size;
@@ -149,7 +151,7 @@ constexpr uint32_t gb100 = 0x1a0;  // Blackwell (datacenter)
 constexpr uint32_t gb200 = 0x1b0;  // Blackwell (GB20x)
 }  // namespace arch_info
 
-// NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS (= NVA06F's)
+// NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS (= NVA06F's); skip_enable is 580's (570 sends the first two bytes).
 struct GpfifoScheduleParams {
   uint8_t enable;
   uint8_t skip_submit;
