@@ -115,12 +115,29 @@ class NvFaultOnSim : public ::testing::TestWithParam<const char*> {
   std::unique_ptr<Device> dev_;
 };
 
+// steady_clock in ns: the simulated GPU's clock.
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+// The "at GPU time N ns" of a fault report (RM's notifier time, high word first), or 0.
+uint64_t reported_gpu_time(const std::string& msg) {
+  const std::string key = "at GPU time ";
+  const size_t at = msg.find(key);
+  return at == std::string::npos ? 0 : std::stoull(msg.substr(at + key.size()));
+}
+
 TEST_P(NvFaultOnSim, CopyFromAnUnmappedAddress) {
   const Allocation dst = dev().alloc_memory(4096, BufferSpec{.cpu_access = true});
   auto q = dev().copy_queue();
   q->copy(dst.va, kUnmapped, 256);
+  const uint64_t before = now_ns();
   submit(*q);
   const std::string msg = expect_fault();
+  const uint64_t time = reported_gpu_time(msg);
+  EXPECT_GE(time, before) << msg;
+  EXPECT_LE(time, now_ns()) << msg;
   EXPECT_TRUE(has(msg, "MMU fault (RM error 31")) << msg;
   EXPECT_TRUE(has(msg, "copy channel")) << msg;
   EXPECT_TRUE(has(msg, "GPGet")) << msg;

@@ -250,7 +250,7 @@ std::exception_ptr NvDevice::fault_of(const NvRing& ring, const NvRing* sibling)
       stopped != nullptr ? cat("; stopped with it (same channel group): ", stopped->describe()) : std::string();
   fault_ = std::make_exception_ptr(DeviceFault(
       cat(name(), ": ", what ? what : "channel error", " (RM error ", n.info32, ", Xid ", n.info32, ", on ", engine,
-          " at GPU time ", n.timestamp, " ns)", recorded, "; ", culprit->describe(), with_it, "; timeline signal ",
+          " at GPU time ", n.time_ns(), " ns)", recorded, "; ", culprit->describe(), with_it, "; timeline signal ",
           hex(t.addr()), " = ", t.value(), details.empty() ? "; RM logs the rest to the kernel log (Xid)" : details,
           " [", gpu_->describe(), "]")));
   return fault_;

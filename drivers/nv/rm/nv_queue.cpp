@@ -305,7 +305,8 @@ abi::ErrorNotification NvRing::error_notification() const {
   if (ch_.error_notifier == nullptr) return n;
   n.status = ch_.error_notifier->status;  // the status first: RM writes it last
   std::atomic_thread_fence(std::memory_order_acquire);
-  n.timestamp = ch_.error_notifier->timestamp;
+  n.nanoseconds[0] = ch_.error_notifier->nanoseconds[0];
+  n.nanoseconds[1] = ch_.error_notifier->nanoseconds[1];
   n.info32 = ch_.error_notifier->info32;
   n.info16 = ch_.error_notifier->info16;
   return n;

@@ -212,7 +212,9 @@ void write_error_notifier(const NvChannel& ch, uint64_t now, uint32_t code, uint
   const auto& notifier = ch.error_notifier;
   if (!notifier || notifier->size < sizeof(abi::ErrorNotification) || !notifier->backing.host) return;
   std::byte* n = notifier->backing.host;
-  std::memcpy(n + offsetof(abi::ErrorNotification, timestamp), &now, 8);
+  abi::ErrorNotification time{};
+  time.set_time_ns(now);  // high word first, as RM stores it
+  std::memcpy(n + offsetof(abi::ErrorNotification, nanoseconds), time.nanoseconds, sizeof time.nanoseconds);
   std::memcpy(n + offsetof(abi::ErrorNotification, info32), &code, 4);
   std::memcpy(n + offsetof(abi::ErrorNotification, info16), &engine, 2);
   std::atomic_thread_fence(std::memory_order_release);

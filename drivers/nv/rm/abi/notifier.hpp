@@ -10,16 +10,27 @@
 
 namespace hcq::nv::abi {
 
-// NvNotification: 16 bytes. RM fills the timestamp, info32 and info16 first and the status last.
+// NvNotification: 16 bytes, 4-byte aligned. RM fills the time, info32 and info16 first and the status last.
 struct ErrorNotification {
-  uint64_t timestamp;  // GPU time (ns) when RM wrote it
-  uint32_t info32;     // the robust-channel error code (rc::*)
-  uint16_t info16;     // the engine (NV2080_ENGINE_TYPE_*) that faulted
-  uint16_t status;     // kNotificationStatusError once written; 0 until then (the memory starts zeroed)
+  // GPU time (ns) when RM wrote it, high word first: RM stores the upper half in nanoseconds[0] and the lower in
+  // nanoseconds[1] (method_notification.c), so it is not one little-endian 64-bit value. See time_ns().
+  uint32_t nanoseconds[2];
+  uint32_t info32;  // the robust-channel error code (rc::*)
+  uint16_t info16;  // the engine (NV2080_ENGINE_TYPE_*) that faulted
+  uint16_t status;  // kNotificationStatusError once written; 0 until then (the memory starts zeroed)
+
+  uint64_t time_ns() const { return (uint64_t{nanoseconds[0]} << 32) | nanoseconds[1]; }
+  void set_time_ns(uint64_t ns) {
+    nanoseconds[0] = static_cast<uint32_t>(ns >> 32);
+    nanoseconds[1] = static_cast<uint32_t>(ns);
+  }
 };
-static_assert(sizeof(ErrorNotification) == 16 && offsetof(ErrorNotification, info32) == 8 &&
-              offsetof(ErrorNotification, info16) == 12 && offsetof(ErrorNotification, status) == 14);
-constexpr uint16_t kNotificationStatusError = 0xffff;  // NV_NOTIFICATION_STATUS_ERROR_PROTECTION_FAULT
+static_assert(sizeof(ErrorNotification) == 16 && alignof(ErrorNotification) == 4 &&
+              offsetof(ErrorNotification, info32) == 8 && offsetof(ErrorNotification, info16) == 12 &&
+              offsetof(ErrorNotification, status) == 14);
+// What RM writes into the status of a channel it stopped (kernel_rc_notification.c); the class headers' named
+// NOTIFICATION_STATUS values are others (0x4000 ...), so this one has no header name.
+constexpr uint16_t kNotificationStatusError = 0xffff;
 
 // nverror.h: the codes RM writes for a channel it stopped (also the Xid the kernel log shows).
 namespace rc {
