@@ -28,6 +28,9 @@ struct EncoderPlan {
   uint16_t offset_in_upper, line_length_in, launch_dma, set_semaphore_a;
   const BitField* copy_upper;  // OFFSET_IN/OUT_UPPER.UPPER and SET_SEMAPHORE_A.UPPER
   uint32_t launch_copy, launch_signal64;
+  // The copy class releases only 32-bit semaphores (NVC6B5, the A100's): a copy queue's 64-bit signal is the host's
+  // end-of-pipe release on the copy channel instead, which waits for the copy engine to go idle first.
+  bool copy_signal_on_host;
 };
 
 namespace {
@@ -102,16 +105,20 @@ EncoderPlan make_plan(const NvArchInfo& a) {
   p.launch_dma = launch.offset;
   p.launch_copy = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NON_PIPELINED"}, {"SRC_MEMORY_LAYOUT", "PITCH"},
                                       {"DST_MEMORY_LAYOUT", "PITCH"}});
-  p.launch_signal64 = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NONE"}, {"FLUSH_ENABLE", "TRUE"},
-                                          {"SEMAPHORE_TYPE", "RELEASE_FOUR_WORD_SEMAPHORE"},
-                                          {"SEMAPHORE_PAYLOAD_SIZE", "TWO_WORD"}});
+  p.copy_signal_on_host = copy.find("SET_SEMAPHORE_PAYLOAD_UPPER") == nullptr;
+  if (!p.copy_signal_on_host) {
+    p.launch_signal64 = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NONE"}, {"FLUSH_ENABLE", "TRUE"},
+                                            {"SEMAPHORE_TYPE", "RELEASE_FOUR_WORD_SEMAPHORE"},
+                                            {"SEMAPHORE_PAYLOAD_SIZE", "TWO_WORD"}});
+    if (need(copy, "SET_SEMAPHORE_PAYLOAD_UPPER").offset != p.set_semaphore_a + 12)
+      throw InvalidArgument(cat(copy.prefix, ": SET_SEMAPHORE_* methods are not consecutive"));
+  }
   // The layout the encoder relies on: consecutive methods written with one INC header.
   if (need(host, "SEM_ADDR_HI").offset != p.sem_addr_lo + 4 || need(host, "SEM_PAYLOAD_LO").offset != p.sem_addr_lo + 8 ||
       need(host, "SEM_PAYLOAD_HI").offset != p.sem_addr_lo + 12 || ex.offset != p.sem_addr_lo + 16)
     throw InvalidArgument(cat(host.prefix, ": SEM_* methods are not consecutive"));
-  if (need(copy, "OFFSET_OUT_LOWER").offset != p.offset_in_upper + 12 ||
-      need(copy, "SET_SEMAPHORE_PAYLOAD_UPPER").offset != p.set_semaphore_a + 12)
-    throw InvalidArgument(cat(copy.prefix, ": OFFSET_* / SET_SEMAPHORE_* methods are not consecutive"));
+  if (need(copy, "OFFSET_OUT_LOWER").offset != p.offset_in_upper + 12)
+    throw InvalidArgument(cat(copy.prefix, ": OFFSET_* methods are not consecutive"));
   return p;
 }
 
@@ -254,6 +261,7 @@ void PushbufferEncoder::copy(Sym dst, Sym src, uint64_t size) {
 }
 
 void PushbufferEncoder::copy_signal(Sym addr, Sym value) {
+  if (plan_.copy_signal_on_host) return signal(addr, value);
   // SET_SEMAPHORE_A (upper), _B (lower), _PAYLOAD, _PAYLOAD_UPPER.
   WordWriter::Packet p = w_.packet(7);
   p.u32(inc(pb::kCopySubchannel, plan_.set_semaphore_a, 4));

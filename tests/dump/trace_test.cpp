@@ -256,7 +256,7 @@ TEST(TracingOs, SimNvBringUpAllocationChannelTeardownInOrder) {
       {"NV_ESC_RM_FREE {"},
       {"-- queue"},
       {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_CHANNEL_GPFIFO_A"},
-      {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_COMPUTE_A"},
+      {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_COMPUTE_B"},
       {"-- teardown"},
       {"UVM_UNREGISTER_GPU {"},
       {"NV_ESC_RM_FREE {"},

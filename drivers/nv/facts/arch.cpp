@@ -23,7 +23,12 @@ constexpr std::array<uint16_t, 8> kCarveout164{0, 8, 16, 32, 64, 100, 132, 164};
 constexpr std::array<uint16_t, 6> kCarveout100{0, 8, 16, 32, 64, 100};
 constexpr std::array<uint16_t, 10> kCarveout228{0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
 
-constexpr NvClasses ampere_classes{0xc56f, 0xc6c0, 0xc7b5, kUsermodeAmpere, kChannelGroup, kContextShare, kVaSpace};
+// GA100 (sm_80): AMPERE_COMPUTE_A and AMPERE_DMA_COPY_A; GA10x (sm_86): the _B classes; AD10x (sm_89) ADA_COMPUTE_A
+// with AMPERE_DMA_COPY_B (RM's per-chip class lists, g_gpu_class_list.c).
+constexpr NvClasses ampere_a_classes{0xc56f, 0xc6c0, 0xc6b5, kUsermodeAmpere, kChannelGroup, kContextShare,
+                                     kVaSpace};
+constexpr NvClasses ampere_b_classes{0xc56f, 0xc7c0, 0xc7b5, kUsermodeAmpere, kChannelGroup, kContextShare,
+                                     kVaSpace};
 constexpr NvClasses ada_classes{0xc56f, 0xc9c0, 0xc7b5, kUsermodeAmpere, kChannelGroup, kContextShare, kVaSpace};
 constexpr NvClasses hopper_classes{0xc86f, 0xcbc0, 0xc8b5, kUsermodeHopper, kChannelGroup, kContextShare, kVaSpace};
 // GB100/GB200 (sm_100): BLACKWELL_CHANNEL_GPFIFO_A, BLACKWELL_COMPUTE_A, BLACKWELL_DMA_COPY_A.
@@ -36,8 +41,8 @@ constexpr NvClasses blackwell_b_classes{0xca6f, 0xcec0, 0xcab5, kUsermodeBlackwe
 constexpr uint32_t KiB = 1024;
 
 const std::array<NvArchInfo, 6> kTable{{
-    {NvArch::ampere, "ampere", 80, ampere_classes, 3, 0x160, 1024, 163 * KiB, KiB, 65536, 255, kCarveout164},
-    {NvArch::ampere, "ampere", 86, ampere_classes, 3, 0x160, 1024, 99 * KiB, KiB, 65536, 255, kCarveout100},
+    {NvArch::ampere, "ampere", 80, ampere_a_classes, 3, 0x160, 1024, 163 * KiB, KiB, 65536, 255, kCarveout164},
+    {NvArch::ampere, "ampere", 86, ampere_b_classes, 3, 0x160, 1024, 99 * KiB, KiB, 65536, 255, kCarveout100},
     {NvArch::ada, "ada", 89, ada_classes, 3, 0x160, 1024, 99 * KiB, KiB, 65536, 255, kCarveout100},
     {NvArch::hopper, "hopper", 90, hopper_classes, 3, 0x210, 1024, 227 * KiB, KiB, 65536, 255, kCarveout228},
     {NvArch::blackwell, "blackwell", 100, blackwell_a_classes, 5, 0x380, 1024, 227 * KiB, KiB, 65536, 255,

@@ -141,7 +141,7 @@ constexpr std::array<Method, 13> host_table(const std::array<BitField, N>& sem_a
 constexpr auto kHostAmpere = host_table(kSemAddrHi8);
 constexpr auto kHostHopper = host_table(kSemAddrHi25);
 
-// ================= Compute (open-gpu-doc classes/compute/clc6c0.h, clc9c0.h, clcbc0.h, clcdc0.h, clcec0.h) =====
+// ================= Compute (open-gpu-doc classes/compute/clc6c0.h, clc7c0.h, clc9c0.h, clcbc0.h, clcdc0.h, clcec0.h)
 constexpr std::array<BitField, 1> kV{{{"V", 0, 32}}};
 constexpr std::array<BitField, 5> kInvalidateShaderCaches{{{"INSTRUCTION", 0, 1, kFalseTrue},
                                                            {"LOCKS", 1, 1, kFalseTrue},
@@ -247,7 +247,7 @@ constexpr auto kComputeHopper = derive<23>(kComputeAda, {
     {"SET_REPORT_SEMAPHORE_A", 0x1b00, kOffsetUpper25},
 });
 
-// ================= Copy (open-gpu-doc classes/dma-copy/clc7b5.h, clc8b5.h, clc9b5.h, clcab5.h) =================
+// ================= Copy (open-gpu-doc classes/dma-copy/clc6b5.h, clc7b5.h, clc8b5.h, clc9b5.h, clcab5.h) ========
 constexpr std::array<EnumName, 4> kTransferType{
     {{0, "NONE"}, {1, "PIPELINED"}, {2, "NON_PIPELINED"}, {3, "PREFETCH"}}};  // PREFETCH: NVCAB5 only
 constexpr std::array<EnumName, 3> kTransferType3{{{0, "NONE"}, {1, "PIPELINED"}, {2, "NON_PIPELINED"}}};
@@ -301,18 +301,17 @@ constexpr std::array<BitField, 20> kLaunchDmaAmpere{{{"DATA_TRANSFER_TYPE", 0, 2
                                                      {"DISABLE_PLC", 26, 1, kFalseTrue},
                                                      {"SEMAPHORE_PAYLOAD_SIZE", 27, 1, kSemPayloadSize},
                                                      {"RESERVED_ERR_CODE", 28, 4}}};
-// NVC8B5 on: FORCE_RMWDISABLE (bit 11) is gone; COPY_TYPE 21:20, VPRMODE 22:22, MEMORY_SCRUB_ENABLE 23:23.
-template <typename TransferEnums>
-constexpr std::array<BitField, 21> launch_dma_hopper_on(const TransferEnums& transfer) {
-  return derive<21>(without<19>(kLaunchDmaAmpere, {11}), {
-      {"DATA_TRANSFER_TYPE", 0, 2, transfer},
-      {"COPY_TYPE", 20, 2, kCopyType},
-      {"VPRMODE", 22, 1, kVprMode},
-      {"MEMORY_SCRUB_ENABLE", 23, 1, kFalseTrue},
-  });
-}
-constexpr auto kLaunchDmaHopper = launch_dma_hopper_on(kTransferType3);
-constexpr auto kLaunchDmaBlackwellB = launch_dma_hopper_on(kTransferType);
+// NVC6B5 (AMPERE_DMA_COPY_A, GA100) is NVC7B5 without the two-word semaphore payload (SEMAPHORE_PAYLOAD_SIZE).
+constexpr auto kLaunchDmaAmpereA = without<19>(kLaunchDmaAmpere, {27});
+// NVC8B5: COPY_TYPE 21:20, VPRMODE 22:22, MEMORY_SCRUB_ENABLE 23:23.
+constexpr auto kLaunchDmaHopper = derive<22>(kLaunchDmaAmpere, {
+    {"COPY_TYPE", 20, 2, kCopyType},
+    {"VPRMODE", 22, 1, kVprMode},
+    {"MEMORY_SCRUB_ENABLE", 23, 1, kFalseTrue},
+});
+// NVC9B5 on: FORCE_RMWDISABLE (bit 11) is gone; NVCAB5 adds the PREFETCH transfer type.
+constexpr auto kLaunchDmaBlackwellA = without<21>(kLaunchDmaHopper, {11});
+constexpr auto kLaunchDmaBlackwellB = derive<21>(kLaunchDmaBlackwellA, {{"DATA_TRANSFER_TYPE", 0, 2, kTransferType}});
 
 constexpr std::array<BitField, 1> kNopParameter{{{"PARAMETER", 0, 32}}};
 constexpr std::array<BitField, 1> kUpper17{{{"UPPER", 0, 17}}};
@@ -337,7 +336,10 @@ constexpr std::array<Method, 14> copy_methods(const UpperArr& upper, const Launc
            {"LINE_COUNT", 0x041c, kValue}}};
 }
 constexpr auto kCopyAmpere = copy_methods(kUpper17, kLaunchDmaAmpere);
+// NVC6B5 has no SET_SEMAPHORE_PAYLOAD_UPPER (0x024c): its semaphores are 32-bit (clc6b5.h).
+constexpr auto kCopyAmpereA = without<13>(copy_methods(kUpper17, kLaunchDmaAmpereA), {0x024c});
 constexpr auto kCopyHopper = copy_methods(kUpper25, kLaunchDmaHopper);
+constexpr auto kCopyBlackwellA = copy_methods(kUpper25, kLaunchDmaBlackwellA);
 constexpr auto kCopyBlackwellB = copy_methods(kUpper25, kLaunchDmaBlackwellB);
 
 constexpr ClassMethods kClasses[] = {
@@ -346,13 +348,17 @@ constexpr ClassMethods kClasses[] = {
     {0xc96f, "NVC96F", "BLACKWELL_CHANNEL_GPFIFO_A", ClassKind::host, kHostHopper},
     {0xca6f, "NVCA6F", "BLACKWELL_CHANNEL_GPFIFO_B", ClassKind::host, kHostHopper},
     {0xc6c0, "NVC6C0", "AMPERE_COMPUTE_A", ClassKind::compute, kComputeAmpere},
+    // NVC7C0 (GA10x) has NVC9C0's methods for every method listed here (clc7c0.h; it also has MME methods hcq
+    // does not use).
+    {0xc7c0, "NVC7C0", "AMPERE_COMPUTE_B", ClassKind::compute, kComputeAda},
     {0xc9c0, "NVC9C0", "ADA_COMPUTE_A", ClassKind::compute, kComputeAda},
     {0xcbc0, "NVCBC0", "HOPPER_COMPUTE_A", ClassKind::compute, kComputeHopper},
     {0xcdc0, "NVCDC0", "BLACKWELL_COMPUTE_A", ClassKind::compute, kComputeHopper},
     {0xcec0, "NVCEC0", "BLACKWELL_COMPUTE_B", ClassKind::compute, kComputeHopper},
+    {0xc6b5, "NVC6B5", "AMPERE_DMA_COPY_A", ClassKind::copy, kCopyAmpereA},
     {0xc7b5, "NVC7B5", "AMPERE_DMA_COPY_B", ClassKind::copy, kCopyAmpere},
     {0xc8b5, "NVC8B5", "HOPPER_DMA_COPY_A", ClassKind::copy, kCopyHopper},
-    {0xc9b5, "NVC9B5", "BLACKWELL_DMA_COPY_A", ClassKind::copy, kCopyHopper},
+    {0xc9b5, "NVC9B5", "BLACKWELL_DMA_COPY_A", ClassKind::copy, kCopyBlackwellA},
     {0xcab5, "NVCAB5", "BLACKWELL_DMA_COPY_B", ClassKind::copy, kCopyBlackwellB},
 };
 constexpr auto kClassPtrs = [] {
