@@ -18,7 +18,9 @@
 #include "nv/decode.hpp"
 #include "nv/rm/nv_device.hpp"
 #include "nv/rm/nv_program.hpp"
+#include "nv/rm/nv_queue.hpp"
 #include "sim/nv/sim_nv_device.hpp"
+#include "sim/nv/sim_nv_gpus.hpp"
 
 namespace hcq::nv {
 namespace {
@@ -264,6 +266,69 @@ HCQ_KERNEL(local_table, 1, 1) {
   dev().wait_signal(done, 1, 10s);
   // table[(k * 5) % 256] = 3k + x: slot s holds k = s * 205 % 256 (205 = 5^-1 mod 256).
   for (uint32_t x = 0; x < 32; ++x) ASSERT_EQ(out.host()[x], ((x + 5) * 205u % 256u) * 3u + x);
+}
+
+// Every kernel, with a stack or not, gets CUDA's reserved top of the local window (0x240 bytes per thread) in its
+// QMD and in the channel's backing, which is sized for every TPC the chip was designed with (the GPU picks a TPC's
+// share by its physical number), not only the enabled ones.
+TEST_P(NvProgramOnSim, EveryKernelGetsTheReservedLocalMemoryForEveryTpc) {
+  const auto& nvp = static_cast<const NvProgram&>(*prog_);
+  const uint32_t want = nvp.kernel().stack_bytes + kCudaLocalReserve;
+  const DecodedEntry q = decode_qmd(nvp.qmd_template(), arch().qmd_version);
+  const bool v5 = arch().qmd_version == 5;
+  const DecodedField* slm = q.field(v5 ? "SHADER_LOCAL_MEMORY_HIGH_SIZE_SHIFTED4" : "SHADER_LOCAL_MEMORY_HIGH_SIZE");
+  ASSERT_NE(slm, nullptr);
+  EXPECT_EQ(slm->value, v5 ? (want + 15) / 16 : (want + 15) / 16 * 16);
+  auto& nv = static_cast<NvDevice&>(dev());
+  const NvGpuFacts& f = nv.gpu().facts();
+  const sim::SimNvGpuSpec& spec = sim::SimNvGpuSpec::of(GetParam());
+  EXPECT_EQ(f.max_tpcs, spec.gpcs * spec.tpcs_per_gpc);
+  EXPECT_LT(f.sm_count / f.sms_per_tpc, f.max_tpcs) << "the simulated chips are floorswept";
+  const NvDevice::LocalMemory lm = nv.local_memory();
+  EXPECT_EQ(lm.per_thread, (want + 31) / 32 * 32);
+  const uint64_t warp = (uint64_t{lm.per_thread} * 32 + 0x1ff) / 0x200 * 0x200;
+  EXPECT_EQ(lm.per_tpc, (warp * f.max_warps_per_sm * f.sms_per_tpc + 0x7fff) / 0x8000 * 0x8000);
+  EXPECT_GE(lm.total, lm.per_tpc * f.max_tpcs);
+}
+
+// The driver's words in constant bank 0: the shared and local windows and the stack top, where each architecture's
+// SASS reads them (words 6..11 up to Hopper, 188..191 and 223 on Blackwell).
+TEST(NvCbank0Prefix, WindowsAndStackTopWhereTheArchitectureReadsThem) {
+  for (const NvArchInfo& a : nv_arch_table()) {
+    SCOPED_TRACE(a.sm);
+    CubinKernel k;
+    k.param_offset = a.cbank0_param_offset;
+    k.param_size = 16;
+    const std::vector<uint8_t> cb = cbank0_prefix(a, k);
+    ASSERT_GE(cb.size(), a.cbank0_param_offset + 16u);
+    auto u64 = [&](uint32_t word) {
+      uint64_t v;
+      std::memcpy(&v, cb.data() + word * 4, 8);
+      return v;
+    };
+    auto u32 = [&](uint32_t word) {
+      uint32_t v;
+      std::memcpy(&v, cb.data() + word * 4, 4);
+      return v;
+    };
+    const bool blackwell = a.arch == NvArch::blackwell;
+    const uint32_t windows = blackwell ? 188 : 6, top = blackwell ? 223 : 10;
+    EXPECT_EQ(u64(windows), kSharedWindow);
+    EXPECT_EQ(u64(windows + 2), kLocalWindow);
+    EXPECT_EQ(u32(top), 0xfffdc0u);
+    // Nothing else is written.
+    size_t nonzero = 0;
+    for (uint8_t b : cb) nonzero += b != 0;
+    size_t expected = 0;
+    for (uint64_t v : {kSharedWindow, kLocalWindow, uint64_t{0xfffdc0}})
+      for (; v; v >>= 8) expected += (v & 0xff) != 0;
+    EXPECT_EQ(nonzero, expected);
+  }
+  // A bank whose parameters start inside the prefix is taken as the cubin lays it out: nothing written.
+  CubinKernel low;
+  low.param_offset = 0x20;
+  low.param_size = 8;
+  for (uint8_t b : cbank0_prefix(arch_info(NvArch::hopper), low)) EXPECT_EQ(b, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, NvProgramOnSim, ::testing::Values("ampere", "hopper", "blackwell"));

@@ -46,9 +46,9 @@ const std::array<NvArchInfo, 6> kTable{{
     {NvArch::ada, "ada", 89, ada_classes, 3, 0x160, 1024, 99 * KiB, KiB, 65536, 255, kCarveout100},
     {NvArch::hopper, "hopper", 90, hopper_classes, 3, 0x210, 1024, 227 * KiB, KiB, 65536, 255, kCarveout228},
     {NvArch::blackwell, "blackwell", 100, blackwell_a_classes, 5, 0x380, 1024, 227 * KiB, KiB, 65536, 255,
-     kCarveout228},
+     kCarveout228, 188, 223},
     {NvArch::blackwell, "blackwell", 120, blackwell_b_classes, 5, 0x380, 1024, 99 * KiB, KiB, 65536, 255,
-     kCarveout100},
+     kCarveout100, 188, 223},
 }};
 
 }  // namespace

@@ -27,6 +27,13 @@ struct NvClasses {
   uint32_t va_space;        // 0x90f1 FERMI_VASPACE_A
 };
 
+// CUDA's kernel ABI keeps the top kCudaLocalReserve bytes of each thread's 16 MiB local window for itself: the stack
+// starts below them (the stack top the driver puts in constant bank 0), so every kernel needs that much shader local
+// memory per thread besides its own stack (as tinygrad sizes it).
+inline constexpr uint32_t kLocalWindowBytes = 1u << 24;
+inline constexpr uint32_t kCudaLocalReserve = 0x240;
+inline constexpr uint32_t kCudaStackTop = kLocalWindowBytes - kCudaLocalReserve;  // 0xfffdc0
+
 struct NvArchInfo {
   NvArch arch;
   std::string_view arch_name;  // "ampere", "ada", "hopper", "blackwell"
@@ -44,6 +51,11 @@ struct NvArchInfo {
   // The L1/shared split an SM can be configured to, in KiB, ascending. The QMD's MIN/MAX/TARGET_SM_CONFIG_SHARED_
   // MEM_SIZE fields take one of these as (KiB / 4 + 1).
   std::span<const uint16_t> shared_carveouts_kib;
+  // The driver's words in constant bank 0 that CUDA's SASS reads (tinygrad writes them the same way): the shared
+  // and local memory windows (two 64-bit addresses from this 32-bit word on) and the top of a thread's stack in the
+  // local window (one 32-bit word). Words 6 and 10 before Blackwell, 188 and 223 on it.
+  uint16_t cbank0_windows_word = 6;
+  uint16_t cbank0_stack_top_word = 10;
 
   // The SASS_VERSION a QMD carries: major in the high nibble, minor in the low one (sm_86 -> 0x86, sm_100 -> 0xa0).
   constexpr uint8_t sass_version() const { return static_cast<uint8_t>(((sm / 10) << 4) | (sm % 10)); }

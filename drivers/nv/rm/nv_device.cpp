@@ -292,14 +292,17 @@ void NvDevice::ensure_local_memory(uint32_t bytes_per_thread) {
   std::lock_guard lock(slm_mu_);
   if (bytes_per_thread <= slm_per_thread_) return;
   const NvGpuFacts& f = gpu_->facts();
-  if (f.max_warps_per_sm == 0 || f.sm_count == 0)
-    throw UnsupportedDriver(cat(name(), ": the driver reported no SM or warp count; cannot size shader local memory"));
+  if (f.max_warps_per_sm == 0 || f.sms_per_tpc == 0 || f.max_tpcs == 0)
+    throw UnsupportedDriver(cat(name(), ": the driver reported no warp, SM-per-TPC or TPC count; cannot size shader ",
+                                "local memory"));
   // As CUDA and tinygrad size it: per thread rounded to 32 bytes, a warp's share rounded to 512, every warp an SM
-  // can hold, two SMs per TPC; the per-TPC size rounded to 32 KiB, the whole to 128 KiB.
+  // can hold, the SMs of a TPC; the per-TPC size rounded to 32 KiB, the whole to 128 KiB. The GPU finds a TPC's
+  // share by the TPC's physical number, so there is one share for every TPC the chip was designed with
+  // (GPCs x TPCs per GPC), floorswept ones too: the enabled count would leave the high-numbered TPCs unbacked.
   auto round_up = [](uint64_t v, uint64_t to) { return (v + to - 1) / to * to; };
   const uint64_t per_thread = round_up(bytes_per_thread, 32);
-  const uint64_t per_tpc = round_up(round_up(per_thread * 32, 0x200) * f.max_warps_per_sm * 2, 0x8000);
-  const uint64_t tpcs = (f.sm_count + 1) / 2;
+  const uint64_t per_tpc = round_up(round_up(per_thread * 32, 0x200) * f.max_warps_per_sm * f.sms_per_tpc, 0x8000);
+  const uint64_t tpcs = f.max_tpcs;
   NvAllocOptions o;
   auto mem = gpu_->alloc(round_up(per_tpc * tpcs, 0x20000), o);
   std::vector<uint32_t> words;
@@ -311,8 +314,14 @@ void NvDevice::ensure_local_memory(uint32_t bytes_per_thread) {
     ring = compute_ring_.get();  // lives as long as the device
   }
   ring->submit(words, {});  // outside rings_mu_: a full ring must not block hang reports (describe_state)
+  slm_now_ = {static_cast<uint32_t>(per_thread), per_tpc, mem->size()};
   slm_.push_back(std::move(mem));
   slm_per_thread_ = static_cast<uint32_t>(per_thread);
+}
+
+NvDevice::LocalMemory NvDevice::local_memory() const {
+  std::lock_guard lock(slm_mu_);
+  return slm_now_;
 }
 
 std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::span<const uint8_t> binary) {
@@ -351,13 +360,15 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   pf.num_bufs = *k->num_buffers;
   pf.num_vals = *k->num_values;
   pf.cubin_id = cubin.identity();
-  pf.cbank0 = cbank0_prefix(*k);
+  pf.cbank0 = cbank0_prefix(*f.arch, *k);
   QmdProgram qp;
   qp.code_address = pf.code_va;
   qp.code_size = static_cast<uint32_t>(k->code_size);
   qp.registers = k->registers;
   qp.shared_bytes = k->shared_bytes;
-  qp.local_bytes_per_thread = k->stack_bytes;
+  // The kernel's stack below CUDA's reserved top of the local window (kCudaLocalReserve), even without a stack.
+  const uint32_t local_bytes = k->stack_bytes + kCudaLocalReserve;
+  qp.local_bytes_per_thread = local_bytes;
   for (const CubinConstantBank& b : cubin.constant_banks()) {
     if (b.bank == 0 || b.bank >= qmd::kConstantBuffers)
       throw CompileError(cat(name(), ": kernel '", prog, "': constant bank ", b.bank, " cannot be bound by a QMD"));
@@ -370,7 +381,7 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(cat(name(), ": cannot load kernel '", prog, "': ", e.what()));
   }
-  if (k->stack_bytes != 0) ensure_local_memory(k->stack_bytes);
+  ensure_local_memory(local_bytes);
 
   std::shared_ptr<const NvProgramHooks> hooks;
   {

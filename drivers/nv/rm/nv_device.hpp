@@ -81,6 +81,14 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   // the first queue, or when RM refused it: fault reports then say why). For tools and tests.
   abi::Handle fault_debugger() const;
 
+  // The shader local memory the compute channel was last pointed at (all 0 before the first program): bytes per
+  // thread, per TPC (SET_SHADER_LOCAL_MEMORY_NON_THROTTLED) and in all. For tools and tests.
+  struct LocalMemory {
+    uint32_t per_thread = 0;
+    uint64_t per_tpc = 0, total = 0;
+  };
+  LocalMemory local_memory() const;
+
   // GPFIFO entries per channel ring and bytes of pushbuffer memory per channel.
   static constexpr uint32_t kRingEntries = 1024;
   static constexpr uint64_t kPushbufferBytes = uint64_t{1} << 20;
@@ -132,8 +140,9 @@ class NvDevice final : public Device, private SignalPool::PageMapper {
   std::unique_ptr<NvCompiler> compiler_;
   std::shared_ptr<const NvProgramHooks> program_hooks_;  // guarded by mu_
   // Shader local memory: every backing ever set stays until the device goes (a kernel in flight may use the old one).
-  std::mutex slm_mu_;
+  mutable std::mutex slm_mu_;
   uint32_t slm_per_thread_ = 0;
+  LocalMemory slm_now_;
   std::vector<std::unique_ptr<NvMemory>> slm_;
 };
 

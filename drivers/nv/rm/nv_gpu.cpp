@@ -153,7 +153,9 @@ void NvGpu::query_facts() {
   InfoPair gr[] = {{gr_info::sm_version, 0},
                    {gr_info::max_warps_per_sm, 0},
                    {gr_info::shader_pipe_sub_count, 0},  // enabled TPCs
-                   {gr_info::litter_num_sm_per_tpc, 0}};
+                   {gr_info::litter_num_sm_per_tpc, 0},
+                   {gr_info::litter_num_gpcs, 0},
+                   {gr_info::litter_num_tpc_per_gpc, 0}};
   GrInfoParams gp{};
   gp.list_size = std::size(gr);
   gp.list = ptr(gr);
@@ -162,6 +164,8 @@ void NvGpu::query_facts() {
   facts_.sm = ((gr[0].data >> 8) & 0xff) * 10 + (gr[0].data & 0xff);
   facts_.max_warps_per_sm = gr[1].data;
   facts_.sm_count = gr[2].data * gr[3].data;
+  facts_.sms_per_tpc = gr[3].data;
+  facts_.max_tpcs = gr[4].data * gr[5].data;
 
   GpuNameParams name{};
   rm.control(subdevice(), ctrl::gpu_get_name_string, name);

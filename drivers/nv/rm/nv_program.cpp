@@ -35,16 +35,19 @@ hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k)
   return l;
 }
 
-std::vector<uint8_t> cbank0_prefix(const CubinKernel& k) {
-  constexpr uint32_t kPrefixEnd = 12 * 4;  // words 6..11
-  uint64_t bytes = std::max<uint64_t>({k.cbank0_size, uint64_t{k.param_offset} + k.param_size, kPrefixEnd});
+std::vector<uint8_t> cbank0_prefix(const NvArchInfo& arch, const CubinKernel& k) {
+  const uint32_t windows = arch.cbank0_windows_word * 4u, stack_top = arch.cbank0_stack_top_word * 4u;
+  const uint32_t prefix_end = std::max(windows + 16, stack_top + 4);
+  uint64_t bytes = std::max<uint64_t>({k.cbank0_size, uint64_t{k.param_offset} + k.param_size, prefix_end});
   bytes = (bytes + 15) / 16 * 16;
   std::vector<uint8_t> cb(bytes, 0);
-  // Only when the parameters start past it (every CUDA 13 cubin: 0x160 or more); a bank laid out otherwise is
-  // taken as the cubin says.
-  if (k.param_offset >= kPrefixEnd) {
-    const uint64_t words[3] = {kSharedWindow, kLocalWindow, 0xfffdc0};
-    std::memcpy(cb.data() + 6 * 4, words, sizeof(words));
+  // Only when the parameters start past it (every CUDA 13 cubin: 0x160 or more, 0x380 on Blackwell); a bank laid
+  // out otherwise is taken as the cubin says.
+  if (k.param_offset >= prefix_end) {
+    const uint64_t addresses[2] = {kSharedWindow, kLocalWindow};
+    std::memcpy(cb.data() + windows, addresses, sizeof(addresses));
+    const uint32_t top = kCudaStackTop;
+    std::memcpy(cb.data() + stack_top, &top, sizeof(top));
   }
   return cb;
 }

@@ -58,8 +58,9 @@ class NvProgram final : public Program {
 // registers (and its __launch_bounds__) allow; grids as the QMD's raster fields hold them.
 hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k);
 
-// Constant bank 0 for `k` without its parameters: `bytes` long (at least param_offset + param_size, 16-byte
-// multiple), the driver prefix at words 6..11 (shared window, local window, and 0xfffdc0 as tinygrad writes).
-std::vector<uint8_t> cbank0_prefix(const CubinKernel& k);
+// Constant bank 0 for `k` on `arch` without its parameters: `bytes` long (at least param_offset + param_size,
+// 16-byte multiple), the driver prefix where the architecture puts it (shared window, local window, the stack top
+// kCudaStackTop: words 6..11 before Blackwell, 188..191 and 223 on it, as tinygrad writes them).
+std::vector<uint8_t> cbank0_prefix(const NvArchInfo& arch, const CubinKernel& k);
 
 }  // namespace hcq::nv
