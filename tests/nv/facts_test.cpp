@@ -22,6 +22,12 @@ TEST(NvFacts, ArchitecturesByNameSmAndClass) {
   EXPECT_THROW(arch_from_name("sm_"), InvalidArgument);
   EXPECT_THROW(arch_from_name("sm_75"), InvalidArgument);
   EXPECT_EQ(find_arch_by_compute_class(0xcdc0)->sm, 100u);
+  // RM's class lists: GA100 has the _A Ampere classes, GA10x the _B ones (no chip pairs c6c0 with c7b5).
+  EXPECT_EQ(arch_from_name("sm_80").classes.compute, 0xc6c0u);
+  EXPECT_EQ(arch_from_name("sm_80").classes.copy, 0xc6b5u);
+  EXPECT_EQ(arch_from_name("sm_86").classes.compute, 0xc7c0u);
+  EXPECT_EQ(arch_from_name("sm_86").classes.copy, 0xc7b5u);
+  EXPECT_EQ(arch_from_name("sm_89").classes.copy, 0xc7b5u);
   EXPECT_EQ(find_arch_by_sm(61), nullptr);
   EXPECT_EQ(arch_info(NvArch::hopper).cbank0_param_offset, 0x210u);
   EXPECT_EQ(arch_info(NvArch::blackwell).cbank0_param_offset, 0x380u);
@@ -65,6 +71,15 @@ TEST(NvFacts, MethodTablesAreSortedAndFieldsFitTheirWord) {
   EXPECT_EQ(find_class(0xc56f)->find("SEM_ADDR_HI")->fields[0].width, 8u);
   EXPECT_EQ(find_class(0xc86f)->find("SEM_ADDR_HI")->fields[0].width, 25u);
   EXPECT_EQ(find_class(0x1234), nullptr);
+  // LAUNCH_DMA: FORCE_RMWDISABLE (bit 11) through NVC8B5, gone from NVC9B5; two-word semaphores from NVC7B5 on.
+  for (uint32_t cls : {0xc6b5u, 0xc7b5u, 0xc8b5u, 0xc9b5u, 0xcab5u}) {
+    SCOPED_TRACE(cls);
+    const Method* launch = find_class(cls)->find("LAUNCH_DMA");
+    ASSERT_NE(launch, nullptr);
+    EXPECT_EQ(launch->field("FORCE_RMWDISABLE") != nullptr, cls <= 0xc8b5u);
+    EXPECT_EQ(launch->field("SEMAPHORE_PAYLOAD_SIZE") != nullptr, cls != 0xc6b5u);
+    EXPECT_EQ(find_class(cls)->find("SET_SEMAPHORE_PAYLOAD_UPPER") != nullptr, cls != 0xc6b5u);
+  }
   EXPECT_EQ(pb::header(SecOp::inc_method, 1, 0x2b4, 1), 0x200120adu);  // the vectors' SEND_PCAS_A header
 }
 
