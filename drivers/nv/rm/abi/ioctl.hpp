@@ -28,7 +28,7 @@ constexpr uint32_t request_dir(unsigned long request) { return (request >> 30) &
 // ---- escape numbers
 namespace esc {
 // RM API escapes (nv_escape.h), issued on /dev/nvidiactl unless noted.
-constexpr uint32_t rm_alloc_memory = 0x27;  // NVOS02, wrapped with an fd; issued on /dev/nvidia<N> or nvidiactl
+constexpr uint32_t rm_alloc_memory = 0x27;  // NVOS02, wrapped with an fd; issued on /dev/nvidia<N> only
 constexpr uint32_t rm_alloc_object = 0x28;
 constexpr uint32_t rm_free = 0x29;          // NVOS00
 constexpr uint32_t rm_control = 0x2a;       // NVOS54
