@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   meson ninja-build pkg-config python3
   g++ clang-19 lld-19 llvm-19-dev
+  libclang-rt-19-dev  # libFuzzer and the sanitizer runtimes the fuzz targets link (clang-19 only recommends it)
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libdrm-dev libpciaccess-dev
   coreutils  # timeout(1), used by scripts/test.sh to bound each test run

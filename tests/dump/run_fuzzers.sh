@@ -30,7 +30,11 @@ target_path() {
 if [[ ! -f $dir/build.ninja ]]; then
   CXX=$cxx CC=${cxx/++/} meson setup "$dir" -Dbuildtype=debugoptimized -Dbenchmarks=disabled >/dev/null
 fi
-ninja -C "$dir" -j "$jobs" $(for t in "${targets[@]}"; do target_path "$t"; done) >/dev/null
+if ! ninja -C "$dir" -j "$jobs" $(for t in "${targets[@]}"; do target_path "$t"; done) >"$dir/fuzz-build.log" 2>&1; then
+  echo "run_fuzzers: building the fuzz targets failed; the end of $dir/fuzz-build.log:"
+  grep -v '^\[' "$dir/fuzz-build.log" | tail -20
+  exit 1
+fi
 
 # Seeds: the vectors' words behind a first byte of 0 (the byte that picks the target or architecture).
 vectors=../shared/vectors
