@@ -65,6 +65,7 @@ const std::vector<ConformanceDevice> kDevices = {
     {"SIM-AMD:gfx1201", "SIM-AMD:gfx1201:1"},
     // SIM-NV:<gpu> opens a simulated machine of two GPUs; SIM-NV:<gpu>:1 is the second, its peer.
     {"SIM-NV:ampere", "SIM-NV:ampere:1"},
+    {"SIM-NV:ga100", "SIM-NV:ga100:1"},  // AMPERE_DMA_COPY_A: copy signals through the host's semaphore
     {"SIM-NV:hopper", "SIM-NV:hopper:1"},
     {"SIM-NV:blackwell", "SIM-NV:blackwell:1"},
 };

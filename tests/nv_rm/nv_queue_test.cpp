@@ -323,7 +323,7 @@ TEST(NvRingBackpressure, FullRingTimesOutNamingGpGetAndGpPut) {
     ::unsetenv("HCQ_WAIT_TIMEOUT_MS");
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, NvQueueOnSim, ::testing::Values("ampere", "hopper", "blackwell"));
+INSTANTIATE_TEST_SUITE_P(Gpus, NvQueueOnSim, ::testing::Values("ampere", "ga100", "hopper", "blackwell"));
 
 }  // namespace
 }  // namespace hcq::nv

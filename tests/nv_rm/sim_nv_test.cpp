@@ -750,10 +750,10 @@ HCQ_KERNEL(add_one_f32, 2, 1) {
   dev->free_memory(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, SimNvGpuBringUp, ::testing::Values("ampere", "hopper", "blackwell"));
+INSTANTIATE_TEST_SUITE_P(Gpus, SimNvGpuBringUp, ::testing::Values("ampere", "ga100", "hopper", "blackwell"));
 
 TEST(SimNvGpus, TableIsConsistentWithTheArchitectureFacts) {
-  EXPECT_EQ(SimNvGpuSpec::names(), (std::vector<std::string>{"ampere", "hopper", "blackwell"}));
+  EXPECT_EQ(SimNvGpuSpec::names(), (std::vector<std::string>{"ampere", "ga100", "hopper", "blackwell"}));
   for (const std::string& name : SimNvGpuSpec::names()) {
     const SimNvGpuSpec& g = SimNvGpuSpec::of(name);
     const nv::NvArchInfo& a = g.arch_info();

@@ -15,10 +15,13 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 // MC arch/implementation ids: ctrl2080mc.h NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_GA100 (0x170) with
-// IMPLEMENTATION_GA102 (2), ARCHITECTURE_GH100 (0x180) / GH100 (0), ARCHITECTURE_GB100 (0x1a0) / GB100 (0).
+// IMPLEMENTATION_GA102 (2) or GA100 (0), ARCHITECTURE_GH100 (0x180) / GH100 (0), ARCHITECTURE_GB100 (0x1a0) / GB100 (0).
 constexpr std::array kGpus = {
     SimNvGpuSpec{"ampere", "NVIDIA GeForce RTX 3090 (simulated)", nv::NvArch::ampere, 86, 0x2204,
                  7, 6, 2, 82, 24 * kGiB, 0x170, 0x2},
+    // GA100 (sm_80): AMPERE_COMPUTE_A and AMPERE_DMA_COPY_A, whose semaphores are 32-bit only.
+    SimNvGpuSpec{"ga100", "NVIDIA A100-SXM4-80GB (simulated)", nv::NvArch::ampere, 80, 0x20b2,
+                 8, 8, 2, 108, 80 * kGiB, 0x170, 0x0},
     SimNvGpuSpec{"hopper", "NVIDIA H100 80GB HBM3 (simulated)", nv::NvArch::hopper, 90, 0x2330,
                  8, 9, 2, 132, 80 * kGiB, 0x180, 0x0},
     SimNvGpuSpec{"blackwell", "NVIDIA B200 (simulated)", nv::NvArch::blackwell, 100, 0x2901,
