@@ -93,6 +93,23 @@ TEST_P(NvProgramOnSim, LoadRefusesUnknownKernelsAndBadBytes) {
   EXPECT_THROW(dev().load_program("nope", cubin_), InvalidArgument);
   std::vector<uint8_t> junk(256, 0x5a);
   EXPECT_THROW(dev().load_program("add_value_u32", junk), CompileError);
+  // A stack the 16 MiB local window cannot hold (the cubin's EIATTR_MIN_STACK_SIZE or FRAME_SIZE, format SVAL:
+  // 04 <attr> 08 00, symbol, value) is refused at load, not wrapped into a small size.
+  std::vector<uint8_t> big = cubin_;
+  size_t patched = 0;
+  for (size_t i = 0; i + 12 <= big.size(); ++i) {
+    if (big[i] != 0x04 || (big[i + 1] != 0x11 && big[i + 1] != 0x12) || big[i + 2] != 8 || big[i + 3] != 0) continue;
+    const uint32_t huge = 0xfffffff0u;
+    std::memcpy(big.data() + i + 8, &huge, 4);
+    ++patched;
+  }
+  if (patched == 0) GTEST_SKIP() << "this cubin states no stack or frame size";
+  try {
+    dev().load_program("add_value_u32", big);
+    ADD_FAILURE() << "a 4 GiB stack was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes of stack per thread"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(NvProgramOnSim, ExecWithSymbolicDimsAndValues) {

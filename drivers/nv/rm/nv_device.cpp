@@ -366,9 +366,13 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   qp.code_size = static_cast<uint32_t>(k->code_size);
   qp.registers = k->registers;
   qp.shared_bytes = k->shared_bytes;
-  // The kernel's stack below CUDA's reserved top of the local window (kCudaLocalReserve), even without a stack.
-  const uint32_t local_bytes = k->stack_bytes + kCudaLocalReserve;
-  qp.local_bytes_per_thread = local_bytes;
+  // The kernel's stack below CUDA's reserved top of the local window (kCudaLocalReserve), even without a stack;
+  // both inside the window (the cubin's stack size is the file's word, not checked before).
+  const uint64_t local_bytes = uint64_t{k->stack_bytes} + kCudaLocalReserve;
+  if (local_bytes > kLocalWindowBytes)
+    throw InvalidArgument(cat(name(), ": kernel '", prog, "' needs ", k->stack_bytes, " bytes of stack per thread; ",
+                              "the local memory window holds ", kCudaStackTop));
+  qp.local_bytes_per_thread = static_cast<uint32_t>(local_bytes);
   for (const CubinConstantBank& b : cubin.constant_banks()) {
     if (b.bank == 0 || b.bank >= qmd::kConstantBuffers)
       throw CompileError(cat(name(), ": kernel '", prog, "': constant bank ", b.bank, " cannot be bound by a QMD"));
@@ -381,7 +385,7 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(cat(name(), ": cannot load kernel '", prog, "': ", e.what()));
   }
-  ensure_local_memory(local_bytes);
+  ensure_local_memory(static_cast<uint32_t>(local_bytes));
 
   std::shared_ptr<const NvProgramHooks> hooks;
   {
