@@ -51,6 +51,18 @@ void check_launch_dims(std::string_view program, QueueKind kind, const Device& d
                               lim.max_threads_per_group, when));
 }
 
+// True when every dim is constant and within `lim`: the eager launch's case, decided without building messages
+// (check_launch_dims says what is wrong otherwise). Dims are at most 2^32 here, so the product cannot overflow.
+bool constant_dims_fit(const LaunchLimits& lim, const Dims& global, const Dims& local) {
+  uint64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (!global[i].is_const() || !local[i].is_const()) return false;
+    if (global[i].add - 1 >= lim.max_global[i] || local[i].add - 1 >= lim.max_local[i]) return false;  // 0 wraps
+    threads *= local[i].add;
+  }
+  return threads <= lim.max_threads_per_group;
+}
+
 }  // namespace
 
 const char* to_string(QueueKind k) {
@@ -84,19 +96,25 @@ void HWQueue::release_side(bool device_done_reading) {
   side_.clear();
 }
 
-void HWQueue::check_open_for_build() {
-  if (finalized_)
-    throw InvalidArgument(cat(queue_name(kind_, dev_), ": queue already finalized (bound or submitted); build a new one"));
+void HWQueue::throw_finalized() const {
+  throw InvalidArgument(cat(queue_name(kind_, dev_), ": queue already finalized (bound or submitted); build a new one"));
 }
 
 namespace {
 
-void check_address(Sym addr, uint64_t align, const char* what, QueueKind kind, const Device& dev) {
-  if (!addr.is_const()) return;  // checked by the device when it runs
-  if (addr.add == 0) throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": null address"));
-  if (addr.add % align != 0)
-    throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": address ", hex(addr.add),
-                              " is not ", align, "-byte aligned"));
+[[noreturn, gnu::noinline]] void throw_bad_address(uint64_t addr, uint64_t align, const char* what, QueueKind kind,
+                                                   const Device& dev) {
+  if (addr == 0) throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": null address"));
+  throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": address ", hex(addr), " is not ", align,
+                            "-byte aligned"));
+}
+
+// A symbolic address is checked by the device when it runs. `align` is a power of two. Inline: every wait and
+// signal checks its address; only the message is built out of line.
+inline void check_address(Sym addr, uint64_t align, const char* what, QueueKind kind, const Device& dev) {
+  if (!addr.is_const() || (addr.add != 0 && (addr.add & (align - 1)) == 0)) [[likely]]
+    return;
+  throw_bad_address(addr.add, align, what, kind, dev);
 }
 
 }  // namespace
@@ -128,20 +146,34 @@ HWQueue& HWQueue::timestamp(const Signal& s) {
   return *this;
 }
 
-HWQueue& HWQueue::exec(const Program& program, const LaunchArgs& args, Dims global, Dims local) {
+// What exec() refuses, with the reason; out of line, so that an accepted exec (every eager launch) does not pay
+// for building these messages.
+void HWQueue::check_exec(const Program& program, const LaunchArgs& args) {
   check_open_for_build();
-  auto where = [&] { return exec_name(program.name(), kind_, dev_); };  // only when something is wrong
+  auto where = [&] { return exec_name(program.name(), kind_, dev_); };
   if (kind_ != QueueKind::compute) throw InvalidArgument(cat(where(), ": kernels run on compute queues only"));
   if (&program.device() != &dev_)
     throw InvalidArgument(cat(where(), ": the program was loaded on ", program.device().name()));
   if (args.bufs.size() != program.num_bufs() || args.vals.size() != program.num_vals())
     throw InvalidArgument(cat(where(), ": ", args.bufs.size(), " buffers and ", args.vals.size(),
                               " values given, the kernel takes ", program.num_bufs(), " and ", program.num_vals()));
-  // Constant dims are checked now; symbolic ones at every submit, before anything is patched.
+}
+
+// Dims that are not all constant and within the limits: the constant ones are checked now (a bad one throws), the
+// symbolic ones at every submit, before anything is patched.
+void HWQueue::note_launch_dims(const Program& program, const Dims& global, const Dims& local) {
   check_launch_dims(program.name(), kind_, dev_, program.limits(), global, local, {});
   if (std::any_of(global.begin(), global.end(), [](const Sym& d) { return !d.is_const(); }) ||
       std::any_of(local.begin(), local.end(), [](const Sym& d) { return !d.is_const(); }))
     launch_checks_.push_back({program.name(), global, local, program.limits()});
+}
+
+HWQueue& HWQueue::exec(const Program& program, const LaunchArgs& args, const Dims& global, const Dims& local) {
+  if (finalized_ || kind_ != QueueKind::compute || &program.device() != &dev_ ||
+      args.bufs.size() != program.num_bufs() || args.vals.size() != program.num_vals()) [[unlikely]]
+    check_exec(program, args);  // throws
+  if (!constant_dims_fit(program.limits(), global, local)) [[unlikely]]
+    note_launch_dims(program, global, local);
   encode_exec(program, args, global, local);
   ++num_commands_;
   return *this;

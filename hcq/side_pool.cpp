@@ -19,10 +19,8 @@ uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align
 
 SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
   // (align & (align - 1)) rather than std::has_single_bit: without -mpopcnt that is a libgcc call per allocation.
-  if (align == 0 || (align & (align - 1)) != 0 || align > kMinChunk)
-    throw InvalidArgument(cat(dev.name(), ": side memory alignment ", align, " is not a power of two up to ", kMinChunk));
-  if (size > (uint64_t{1} << 40))
-    throw InvalidArgument(cat(dev.name(), ": side memory block of ", size, " bytes is absurd"));
+  if (align == 0 || (align & (align - 1)) != 0 || align > kMinChunk || size > kMaxBlock) [[unlikely]]
+    throw_bad_request(size, align);
   align = std::max(align, kMinAlign);
   size = align_up(std::max<uint64_t>(size, 1), kMinAlign);
 
@@ -30,6 +28,23 @@ SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
   // The timeline is read only when something waits for it (the common case on a launch path between syncs: no).
   if (deferred_head < deferred.size() || signals_head < deferred_signals.size())
     reclaim_passed(dev.timeline_signal().value());
+  // The common case, a small block that fits the bump front at its aligned start, in line; the rest out of line.
+  const uint64_t taken = align_up(size, align);
+  if (size <= kBumpMaxBlock && (bump_cur_ & (align - 1)) == 0 && bump_end_ - bump_cur_ >= taken && bump_end_ != 0) {
+    const uint64_t va = bump_cur_;
+    bump_cur_ += taken;
+    return SideBlock{reinterpret_cast<std::byte*>(va), va, taken};  // unified VA: host address == device address
+  }
+  return alloc_locked(size, align);
+}
+
+void Device::SidePool::throw_bad_request(uint64_t size, uint64_t align) const {
+  if (align == 0 || (align & (align - 1)) != 0 || align > kMinChunk)
+    throw InvalidArgument(cat(dev.name(), ": side memory alignment ", align, " is not a power of two up to ", kMinChunk));
+  throw InvalidArgument(cat(dev.name(), ": side memory block of ", size, " bytes is absurd"));
+}
+
+SideBlock Device::SidePool::alloc_locked(uint64_t size, uint64_t align) {
   SideBlock block;
   if (size <= kBumpMaxBlock && bump(size, align, block)) return block;
   if (!carve(size, align, block)) {

@@ -43,6 +43,9 @@ struct Device::SidePool {
     uint64_t stamp;
     OwnedSignal signal;
   };
+  static constexpr uint64_t kMaxBlock = uint64_t{1} << 40;  // a request above it is a bug of the caller's
+  [[noreturn, gnu::noinline]] void throw_bad_request(uint64_t size, uint64_t align) const;
+  [[gnu::noinline]] SideBlock alloc_locked(uint64_t size, uint64_t align);  // mu held; alloc's uncommon cases
   void reclaim_passed(uint64_t done);  // mu held
   void reclaim_passed_signals(uint64_t done);  // mu held
   void put_free(uint64_t va, uint64_t size);  // mu held; coalesces within a chunk

@@ -43,7 +43,8 @@ Signal Signal::create(uint64_t initial, std::string label) {
   return process().signals.acquire(initial, std::move(label));
 }
 
-uint64_t* Signal::checked_ptr() const {
+// Inline within this file: addr() runs twice in every eager launch's encoding (its wait and its signal).
+inline uint64_t* Signal::checked_ptr() const {
   if (pool_ == nullptr) [[unlikely]]
     throw InvalidArgument("use of an empty signal handle (default-constructed or released)");
   return pool_->ptr(slot_, gen_);

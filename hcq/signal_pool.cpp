@@ -46,7 +46,8 @@ SignalPool::~SignalPool() {
   }
 }
 
-const SignalPool::Page* SignalPool::page_of(uint32_t slot) const {
+// Inline within this file: ptr() looks a page up for every Signal::addr().
+inline const SignalPool::Page* SignalPool::page_of(uint32_t slot) const {
   size_t index = slot / kSlotsPerPage;
   if (index >= kMaxPages) return nullptr;
   return table_[index].load(std::memory_order_acquire);

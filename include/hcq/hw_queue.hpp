@@ -54,7 +54,7 @@ class HWQueue {
   // Writes the device clock at the signal's +8, in order with the queue.
   HWQueue& timestamp(const Signal& s);
   // Launch `program` over `global` workgroups of `local` threads. Compute queues only.
-  HWQueue& exec(const Program& program, const LaunchArgs& args, Dims global, Dims local);
+  HWQueue& exec(const Program& program, const LaunchArgs& args, const Dims& global, const Dims& local);
   // Copy `size` bytes between device addresses. Copy queues (and compute queues, where the device allows).
   HWQueue& copy(Sym dst, Sym src, uint64_t size);
   // Make host writes to device memory visible to what follows (and flush/invalidate device caches).
@@ -135,7 +135,13 @@ class HWQueue {
     Dims global, local;
     LaunchLimits limits;
   };
-  void check_open_for_build();
+  void check_open_for_build() {
+    if (finalized_) [[unlikely]]
+      throw_finalized();
+  }
+  [[noreturn, gnu::noinline]] void throw_finalized() const;
+  [[gnu::noinline]] void check_exec(const Program& program, const LaunchArgs& args);
+  [[gnu::noinline]] void note_launch_dims(const Program& program, const Dims& global, const Dims& local);
   void finalize();
 
   Device& dev_;
