@@ -41,6 +41,11 @@ inline constexpr uint64_t kMaxCopyBytes = uint64_t{1} << 31;
 class PushbufferEncoder {
  public:
   PushbufferEncoder(const NvArchInfo& arch, std::vector<uint32_t>& words, PatchSink* sink = nullptr);
+  // The same with `arch`'s plan looked up once beforehand (plan_of), for an encoder made per queue.
+  PushbufferEncoder(const NvArchInfo& arch, const EncoderPlan& plan, std::vector<uint32_t>& words,
+                    PatchSink* sink = nullptr)
+      : arch_(arch), plan_(plan), w_(words, sink, "NV pushbuffer") {}
+  static const EncoderPlan& plan_of(const NvArchInfo& arch);
 
   // ---- Host (any channel) ----
   // Block the channel until the 64-bit value at addr >= value (SEM_EXECUTE ACQ_CIRC_GEQ, 64BIT).

@@ -143,7 +143,9 @@ static const EncoderPlan& plan_for(const NvArchInfo& arch) {
 }
 
 PushbufferEncoder::PushbufferEncoder(const NvArchInfo& arch, std::vector<uint32_t>& words, PatchSink* sink)
-    : arch_(arch), plan_(plan_for(arch)), w_(words, sink, "NV pushbuffer") {}
+    : PushbufferEncoder(arch, plan_for(arch), words, sink) {}
+
+const EncoderPlan& PushbufferEncoder::plan_of(const NvArchInfo& arch) { return plan_for(arch); }
 
 namespace {
 

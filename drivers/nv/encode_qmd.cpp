@@ -44,7 +44,9 @@ QmdBuilder::AddressSlot QmdBuilder::address_slot(const BitField& lo, const BitFi
   return s;
 }
 
-void QmdBuilder::put_address(std::span<uint32_t> q, const AddressSlot& s, const Sym& addr, PatchSink* sink) const {
+// Inline (in this file): every launch writes three addresses through it.
+[[gnu::always_inline]] inline void QmdBuilder::put_address(std::span<uint32_t> q, const AddressSlot& s,
+                                                           const Sym& addr, PatchSink* sink) const {
   if (!addr.is_const() || !s.direct) return put_address(q, *s.lo, *s.hi, addr, s.shift, sink);
   const uint64_t v = addr.add >> s.shift;
   const uint64_t high = v >> 32;

@@ -1,6 +1,7 @@
 #include "nv/rm/nv_program.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "hcq/error.hpp"
@@ -52,10 +53,18 @@ std::vector<uint8_t> cbank0_prefix(const NvArchInfo& arch, const CubinKernel& k)
   return cb;
 }
 
+namespace {
+uint64_t next_serial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 NvProgram::NvProgram(NvDevice& dev, std::string name, Facts facts, std::unique_ptr<NvMemory> image,
                      std::function<void()> on_unload)
     : Program(dev, std::move(name), facts.num_bufs, facts.num_vals, facts.limits),
       facts_(std::move(facts)),
+      serial_(next_serial()),
       image_(std::move(image)),
       on_unload_(std::move(on_unload)) {}
 

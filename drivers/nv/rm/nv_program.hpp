@@ -47,9 +47,13 @@ class NvProgram final : public Program {
   uint32_t param_offset() const { return facts_.kernel.param_offset; }
   const nv::LaunchLimits& arch_limits() const { return facts_.arch_limits; }
   const Facts& facts() const { return facts_; }
+  // A number no other NvProgram of this process has, before or after: what a queue's launch memo is keyed on (an
+  // address would do as well only until the program is unloaded and another one loaded in its place).
+  uint64_t serial() const { return serial_; }
 
  private:
   Facts facts_;
+  uint64_t serial_;
   std::unique_ptr<NvMemory> image_;
   std::function<void()> on_unload_;
 };

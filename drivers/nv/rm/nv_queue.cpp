@@ -34,33 +34,34 @@ struct Backoff {
 // The QMD of the last exec on this thread after its launch fields, and what it was made from. An eager stream
 // launches one kernel with the same dims again and again, and those QMDs differ only in constant bank 0's address
 // (each launch has its own side memory): the next such launch copies these words and rewrites that address. Only
-// for constant dims. Keyed on the program's QMD words, not its address, which a later program may reuse.
+// for constant dims. Keyed on the program's serial number, which no later program reuses (its address may be).
 struct LaunchMemo {
   static constexpr size_t kMaxWords = 128;
+  uint64_t program = 0;  // NvProgram::serial(); 0: nothing remembered
   const qmd::QmdLayout* layout = nullptr;
-  size_t cbank0_size = 0;
   std::array<uint64_t, 6> dims{};
-  std::array<uint32_t, kMaxWords> program{}, launched{};
+  std::array<uint32_t, kMaxWords> launched{};
 
   static bool memoizable(std::span<const uint32_t> q, const Dims& grid, const Dims& block) {
     for (size_t i = 0; i < 3; ++i)
       if (!grid[i].is_const() || !block[i].is_const()) return false;
     return q.size() <= kMaxWords;
   }
-  static std::array<uint64_t, 6> key(const Dims& g, const Dims& b) {
-    return {g[0].add, g[1].add, g[2].add, b[0].add, b[1].add, b[2].add};
+  // Only a memoizable launch was remembered, so equal constant dims are all that is left to compare.
+  bool matches(const NvProgram& p, const qmd::QmdLayout& l, const Dims& g, const Dims& b) const {
+    if (program != p.serial() || layout != &l) return false;
+    // Without a branch per dim: a constant's var is negative, so the AND of all six is negative only when every
+    // dim is constant.
+    const int32_t vars = g[0].var & g[1].var & g[2].var & b[0].var & b[1].var & b[2].var;
+    const uint64_t differ = (g[0].add ^ dims[0]) | (g[1].add ^ dims[1]) | (g[2].add ^ dims[2]) |
+                            (b[0].add ^ dims[3]) | (b[1].add ^ dims[4]) | (b[2].add ^ dims[5]);
+    return vars < 0 && differ == 0;
   }
-  bool matches(const qmd::QmdLayout& l, std::span<const uint32_t> tmpl, size_t cb_size, const Dims& g,
-               const Dims& b) const {
-    return layout == &l && cbank0_size == cb_size && dims == key(g, b) &&
-           std::memcmp(program.data(), tmpl.data(), l.size_bytes()) == 0;
-  }
-  void remember(const qmd::QmdLayout& l, std::span<const uint32_t> tmpl, size_t cb_size, const Dims& g,
-                const Dims& b, std::span<const uint32_t> q) {
+  void remember(const NvProgram& p, const qmd::QmdLayout& l, const Dims& g, const Dims& b,
+                std::span<const uint32_t> q) {
+    program = p.serial();
     layout = &l;
-    cbank0_size = cb_size;
-    dims = key(g, b);
-    std::memcpy(program.data(), tmpl.data(), l.size_bytes());
+    dims = {g[0].add, g[1].add, g[2].add, b[0].add, b[1].add, b[2].add};
     std::memcpy(launched.data(), q.data(), l.size_bytes());
   }
 };
@@ -86,7 +87,12 @@ std::vector<uint32_t> channel_init_words(const NvArchInfo& arch, NvEngine engine
 // NvRing
 
 NvRing::NvRing(NvGpu& gpu, const NvChannelView& channel, uint64_t pushbuffer_bytes, std::string device_name)
-    : gpu_(gpu), ch_(channel), arch_(*gpu.facts().arch), qmd_(arch_), device_name_(std::move(device_name)) {
+    : gpu_(gpu),
+      ch_(channel),
+      arch_(*gpu.facts().arch),
+      plan_(PushbufferEncoder::plan_of(arch_)),
+      qmd_(arch_),
+      device_name_(std::move(device_name)) {
   if (pushbuffer_bytes == 0 || pushbuffer_bytes % 4 != 0)
     throw InvalidArgument(cat(device_name_, ": a pushbuffer of ", pushbuffer_bytes, " bytes (a positive multiple of 4)"));
   NvAllocOptions o;
@@ -321,13 +327,13 @@ void NvRing::note_completion(uint64_t signal_addr, uint64_t value) {
 // NvQueue
 
 NvQueue::NvQueue(Device& dev, QueueKind kind, NvRing& ring)
-    : HWQueue(dev, kind), ring_(ring), enc_(ring.arch(), words_, &sink_) {}
+    : HWQueue(dev, kind), ring_(ring), enc_(ring.arch(), ring.encoder_plan(), words_, &sink_) {}
 
 NvQueue::~NvQueue() {
   if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout()));
 }
 
-void NvQueue::flush_patches() {
+void NvQueue::record_patches() {
   for (const RecordingSink::Entry& e : sink_.entries) patch_word(e.word, e.value, e.kind, e.shift, e.lo_bit, e.nbits);
   sink_.entries.clear();
 }
@@ -413,11 +419,9 @@ SideBlock NvComputeQueue::carve_side(uint64_t size) {
 void NvComputeQueue::encode_signal(Sym signal_addr, Sym value) {
   // Right after an exec: the QMD releases the signal when its grid completes (value, then the clock at +8).
   if (std::span<uint32_t> q = last_qmd(); !q.empty()) {
-    const int slot = qmd_.free_release_slot(q);
-    if (slot >= 0) {
-      QmdSink sink(patches_, q.data());
-      if (qmd_.release(q, static_cast<uint32_t>(slot), signal_addr, value, &sink)) return;
-    }
+    QmdSink sink(patches_, q.data());
+    for (uint32_t slot = 0; slot < qmd::kReleases; ++slot)  // release() refuses a slot already taken
+      if (qmd_.release(q, slot, signal_addr, value, &sink)) return;
   }
   enc_.signal(signal_addr, value, /*timestamp=*/true);
   flush_patches();
@@ -456,14 +460,13 @@ void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args,
   // The launch fields first: they may refuse the dims, and then nothing of this exec must have been recorded.
   RecordingSink launch_syms;
   thread_local LaunchMemo memo;
-  const bool memoizable = LaunchMemo::memoizable(q, global, local);
-  if (memoizable && memo.matches(qmd_.layout(), p->qmd_template(), cb.size(), global, local)) {
+  if (memo.matches(*p, qmd_.layout(), global, local)) {
     std::memcpy(qmd, memo.launched.data(), qmd_bytes);
     qmd_.set_bank0_address(q, cbank0_addr);
   } else {
     std::memcpy(qmd, p->qmd_template().data(), qmd_bytes);
     qmd_.launch(q, cbank0_addr, static_cast<uint32_t>(cb.size()), global, local, &launch_syms);
-    if (memoizable) memo.remember(qmd_.layout(), p->qmd_template(), cb.size(), global, local, q);
+    if (LaunchMemo::memoizable(q, global, local)) memo.remember(*p, qmd_.layout(), global, local, q);
   }
   arena_used_ += side.size;  // only now: a refused launch leaves its space to the next exec
   QmdSink sink(patches_, qmd);

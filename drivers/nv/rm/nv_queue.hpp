@@ -49,6 +49,8 @@ class NvRing {
   const NvArchInfo& arch() const { return arch_; }
   // The QMD builder of this channel's architecture, shared by its queues (a queue per eager launch builds none).
   const QmdBuilder& qmd_builder() const { return qmd_; }
+  // The pushbuffer encoder's plan for this architecture, looked up once for every queue's encoder.
+  const EncoderPlan& encoder_plan() const { return plan_; }
   uint64_t pushbuffer_bytes() const { return pb_bytes_; }
   uint32_t entries() const { return ch_.entries; }
 
@@ -102,6 +104,7 @@ class NvRing {
   NvGpu& gpu_;
   NvChannelView ch_;
   const NvArchInfo& arch_;
+  const EncoderPlan& plan_;
   QmdBuilder qmd_;
   std::string device_name_;
   std::unique_ptr<NvMemory> pushbuffer_;
@@ -135,7 +138,11 @@ class NvQueue : public HWQueue {
   void submit_words(uint64_t completion_addr, uint64_t seq) override;
 
   // The encoder reports a symbol before it appends its word; the patches are recorded once the method is built.
-  void flush_patches();
+  void flush_patches() {
+    if (!sink_.entries.empty()) [[unlikely]]
+      record_patches();
+  }
+  void record_patches();
   const NvArchInfo& arch() const { return ring_.arch(); }
 
   NvRing& ring_;
