@@ -204,8 +204,8 @@ TEST_P(NvProgramOnSim, EagerLaunchIsTimed) {
   for (uint32_t i = 0; i < 64; ++i) ASSERT_EQ(out.host()[i], i + 5);
 }
 
-// Eager launches on one thread reuse the QMD of the last launch with the same program words, dims and constant bank
-// size, rewriting only constant bank 0's address: each launch must still run its own kernel, dims and arguments.
+// Eager launches on one thread reuse the QMD of the last launch of the same program with the same dims, rewriting
+// only constant bank 0's address: each launch must still run its own kernel, dims and arguments.
 TEST_P(NvProgramOnSim, RepeatedEagerLaunchesRunTheirOwnKernelDimsAndArguments) {
   constexpr const char* kMulValue = R"(
 HCQ_KERNEL(mul_value_u32, 2, 2) {
