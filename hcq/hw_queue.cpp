@@ -52,13 +52,14 @@ void check_launch_dims(std::string_view program, QueueKind kind, const Device& d
 }
 
 // True when every dim is constant and within `lim`: the eager launch's case, decided without building messages
-// (check_launch_dims says what is wrong otherwise). Dims are at most 2^32 here, so the product cannot overflow.
+// (check_launch_dims says what is wrong otherwise). A local dim that passed is below 2^32, so saturating the
+// product at 2^32 keeps it from overflowing.
 bool constant_dims_fit(const LaunchLimits& lim, const Dims& global, const Dims& local) {
   uint64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (!global[i].is_const() || !local[i].is_const()) return false;
     if (global[i].add - 1 >= lim.max_global[i] || local[i].add - 1 >= lim.max_local[i]) return false;  // 0 wraps
-    threads *= local[i].add;
+    threads = std::min<uint64_t>(threads * local[i].add, uint64_t{1} << 32);
   }
   return threads <= lim.max_threads_per_group;
 }

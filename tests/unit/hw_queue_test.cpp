@@ -98,7 +98,8 @@ class FakeQueue final : public HWQueue {
 
 class FakeProgram final : public Program {
  public:
-  FakeProgram(Device& dev, uint32_t bufs, uint32_t vals) : Program(dev, "fake_kernel", bufs, vals, LaunchLimits{}) {}
+  FakeProgram(Device& dev, uint32_t bufs, uint32_t vals, LaunchLimits limits = {})
+      : Program(dev, "fake_kernel", bufs, vals, limits) {}
 };
 
 class FakeDevice final : public Device {
@@ -240,6 +241,22 @@ TEST_F(HWQueueTest, ExecValidation) {
 
   // Symbolic dims pass (the device checks them when it runs); constant ones within limits too.
   q->exec(prog, {{1, 2}, {3}}, {Var{0}, 1, 1}, {Var{1}, 32, 1});
+  EXPECT_EQ(q->num_commands(), 1u);
+}
+
+// A device whose per-dim limits are as wide as a uint32 still has its threads-per-workgroup limit: a product of
+// local dims that overflows 64 bits (2^31 * 2^31 * 4 = 2^64) must not wrap around to a small count and pass.
+TEST_F(HWQueueTest, ThreadCountOfHugeLocalDimsDoesNotWrapAround) {
+  LaunchLimits wide;
+  wide.max_threads_per_group = 1024;
+  for (int i = 0; i < 3; ++i) wide.max_local[i] = wide.max_global[i] = 0xffffffffu;
+  FakeProgram prog(dev, 0, 0, wide);
+  auto q = dev.fake_queue();
+  const std::string msg =
+      error_of<InvalidArgument>([&] { q->exec(prog, {}, {1, 1, 1}, {1u << 31, 1u << 31, 4u}); });
+  EXPECT_TRUE(contains(msg, "threads per workgroup")) << msg;
+  EXPECT_EQ(q->num_commands(), 0u);
+  q->exec(prog, {}, {0xffffffffu, 1, 1}, {1024u, 1, 1});  // at the limits: accepted
   EXPECT_EQ(q->num_commands(), 1u);
 }
 
