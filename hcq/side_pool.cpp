@@ -17,6 +17,21 @@ uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align
 
 }  // namespace
 
+// Inline (alloc is its only caller): a launch's kernarg or QMD block is a few compares and a store.
+inline bool Device::SidePool::bump(uint64_t size, uint64_t align, SideBlock& out) {
+  const uint64_t taken = align_up(size, align);
+  uint64_t va = align_up(bump_cur_, align);
+  if (bump_end_ == 0 || va + taken > bump_end_) [[unlikely]] {
+    if (!refill_bump()) return false;
+    va = bump_cur_;  // a fresh range starts kBumpAlign-aligned, and align <= kBumpAlign
+  }
+  if (va > bump_cur_) [[unlikely]]
+    put_free(bump_cur_, va - bump_cur_);  // after a block of smaller alignment
+  bump_cur_ = va + taken;
+  out = SideBlock{reinterpret_cast<std::byte*>(va), va, taken};  // unified VA: host address == device address
+  return true;
+}
+
 SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
   // (align & (align - 1)) rather than std::has_single_bit: without -mpopcnt that is a libgcc call per allocation.
   if (align == 0 || (align & (align - 1)) != 0 || align > kMinChunk || size > kMaxBlock) [[unlikely]]
@@ -28,13 +43,9 @@ SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
   // The timeline is read only when something waits for it (the common case on a launch path between syncs: no).
   if (deferred_head < deferred.size() || signals_head < deferred_signals.size())
     reclaim_passed(dev.timeline_signal().value());
-  // The common case, a small block that fits the bump front at its aligned start, in line; the rest out of line.
-  const uint64_t taken = align_up(size, align);
-  if (size <= kBumpMaxBlock && (bump_cur_ & (align - 1)) == 0 && bump_end_ - bump_cur_ >= taken && bump_end_ != 0) {
-    const uint64_t va = bump_cur_;
-    bump_cur_ += taken;
-    return SideBlock{reinterpret_cast<std::byte*>(va), va, taken};  // unified VA: host address == device address
-  }
+  // The common case, a small block from the bump front, in line; carving and growing out of line.
+  SideBlock block;
+  if (size <= kBumpMaxBlock && align <= kBumpAlign && bump(size, align, block)) return block;
   return alloc_locked(size, align);
 }
 
@@ -46,7 +57,6 @@ void Device::SidePool::throw_bad_request(uint64_t size, uint64_t align) const {
 
 SideBlock Device::SidePool::alloc_locked(uint64_t size, uint64_t align) {
   SideBlock block;
-  if (size <= kBumpMaxBlock && bump(size, align, block)) return block;
   if (!carve(size, align, block)) {
     add_chunk(size + align);
     if (!carve(size, align, block))
@@ -190,23 +200,15 @@ bool Device::SidePool::carve_from(std::map<uint64_t, uint64_t>::iterator it, uin
   return true;
 }
 
-bool Device::SidePool::bump(uint64_t size, uint64_t align, SideBlock& out) {
-  const uint64_t taken = align_up(size, align);
-  uint64_t va = align_up(bump_cur_, align);
-  if (bump_end_ == 0 || va + taken > bump_end_) {
-    retire_bump();
-    // Only from free space: when no whole range is left, the block is carved from the holes instead (alloc), and
-    // the pool grows only once nothing fits at all. A bump range must never be a reason to add a chunk, or small
-    // holes between long-lived blocks would never be reused.
-    SideBlock range;
-    if (!carve(kBumpBytes, kBumpAlign, range)) return false;
-    bump_cur_ = range.va;
-    bump_end_ = range.va + range.size;
-    va = align_up(bump_cur_, align);
-  }
-  if (va > bump_cur_) put_free(bump_cur_, va - bump_cur_);  // after a block of smaller alignment
-  bump_cur_ = va + taken;
-  out = SideBlock{reinterpret_cast<std::byte*>(va), va, taken};  // unified VA: host address == device address
+bool Device::SidePool::refill_bump() {
+  retire_bump();
+  // Only from free space: when no whole range is left, the block is carved from the holes instead (alloc), and
+  // the pool grows only once nothing fits at all. A bump range must never be a reason to add a chunk, or small
+  // holes between long-lived blocks would never be reused.
+  SideBlock range;
+  if (!carve(kBumpBytes, kBumpAlign, range)) return false;
+  bump_cur_ = range.va;
+  bump_end_ = range.va + range.size;
   return true;
 }
 

@@ -45,7 +45,7 @@ struct Device::SidePool {
   };
   static constexpr uint64_t kMaxBlock = uint64_t{1} << 40;  // a request above it is a bug of the caller's
   [[noreturn, gnu::noinline]] void throw_bad_request(uint64_t size, uint64_t align) const;
-  [[gnu::noinline]] SideBlock alloc_locked(uint64_t size, uint64_t align);  // mu held; alloc's uncommon cases
+  [[gnu::noinline]] SideBlock alloc_locked(uint64_t size, uint64_t align);  // mu held: carve, or grow and carve
   void reclaim_passed(uint64_t done);  // mu held
   void reclaim_passed_signals(uint64_t done);  // mu held
   void put_free(uint64_t va, uint64_t size);  // mu held; coalesces within a chunk
@@ -59,8 +59,10 @@ struct Device::SidePool {
   // range returns there when the range is replaced.
   static constexpr uint64_t kBumpBytes = 64 * 1024;
   static constexpr uint64_t kBumpMaxBlock = 8192;  // (an NV queue's QMD arena) larger blocks are carved directly
-  static constexpr uint64_t kBumpAlign = 4096;
-  bool bump(uint64_t size, uint64_t align, SideBlock& out);  // mu held; false when no free range is big enough
+  static constexpr uint64_t kBumpAlign = 4096;  // ranges start so aligned: a block aligned wider is carved directly
+  // mu held; size <= kBumpMaxBlock, align <= kBumpAlign. False when no free range is big enough.
+  bool bump(uint64_t size, uint64_t align, SideBlock& out);
+  [[gnu::noinline]] bool refill_bump();  // mu held: replaces the front with a fresh range; false when none is free
   void retire_bump();  // mu held
 
   Device& dev;

@@ -222,6 +222,20 @@ TEST_F(DeviceTimelineTest, SynchronizeFreesAllDeferredSideMemory) {
   EXPECT_EQ(dev.allocs, chunks);
 }
 
+// Small blocks aligned wider than the bump front's ranges (4 KiB) interleaved with ordinary ones: each keeps its
+// alignment and lies within side memory, and no two live blocks overlap.
+TEST_F(DeviceTimelineTest, WidelyAlignedSmallSideBlocksNeitherOverlapNorStrayOutsideTheChunk) {
+  std::vector<SideBlock> live;
+  for (int i = 0; i < 24; ++i) {
+    const uint64_t align = i % 3 == 0 ? uint64_t{1} << 20 : i % 3 == 1 ? 64 * 1024 : 64;
+    const SideBlock b = dev.alloc_side(64, align);
+    EXPECT_EQ(b.va % align, 0u) << "block " << i;
+    for (const SideBlock& o : live) ASSERT_FALSE(overlaps(b, o)) << "block " << i << " overlaps a live block";
+    live.push_back(b);
+  }
+  for (const SideBlock& b : live) EXPECT_NO_THROW(dev.free_side(b)) << "a block outside every side memory chunk";
+}
+
 TEST_F(DeviceTimelineTest, BigSideBlocksGetTheirOwnChunk) {
   SideBlock big = dev.alloc_side(3 << 20);
   EXPECT_GE(big.size, uint64_t{3} << 20);
