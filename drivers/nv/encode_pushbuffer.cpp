@@ -105,7 +105,7 @@ EncoderPlan make_plan(const NvArchInfo& a) {
   p.launch_dma = launch.offset;
   p.launch_copy = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NON_PIPELINED"}, {"SRC_MEMORY_LAYOUT", "PITCH"},
                                       {"DST_MEMORY_LAYOUT", "PITCH"}});
-  p.copy_signal_on_host = copy.find("SET_SEMAPHORE_PAYLOAD_UPPER") == nullptr;
+  p.copy_signal_on_host = !copy_releases_semaphore64(copy);
   if (!p.copy_signal_on_host) {
     p.launch_signal64 = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NONE"}, {"FLUSH_ENABLE", "TRUE"},
                                             {"SEMAPHORE_TYPE", "RELEASE_FOUR_WORD_SEMAPHORE"},
@@ -124,7 +124,7 @@ EncoderPlan make_plan(const NvArchInfo& a) {
 
 }  // namespace
 
-static const EncoderPlan& plan_for(const NvArchInfo& arch) {
+const EncoderPlan& PushbufferEncoder::plan_of(const NvArchInfo& arch) {
   static const auto plans = [] {
     const auto table = nv_arch_table();
     std::array<EncoderPlan, 8> out{};
@@ -143,9 +143,7 @@ static const EncoderPlan& plan_for(const NvArchInfo& arch) {
 }
 
 PushbufferEncoder::PushbufferEncoder(const NvArchInfo& arch, std::vector<uint32_t>& words, PatchSink* sink)
-    : PushbufferEncoder(arch, plan_for(arch), words, sink) {}
-
-const EncoderPlan& PushbufferEncoder::plan_of(const NvArchInfo& arch) { return plan_for(arch); }
+    : PushbufferEncoder(arch, plan_of(arch), words, sink) {}
 
 namespace {
 

@@ -179,7 +179,7 @@ TEST_P(DumpRoundTripNv, PushbufferEveryOperation) {
                          "OFFSET_IN_UPPER", "LINE_LENGTH_IN"})
     EXPECT_NE(std::find(names.begin(), names.end(), op), names.end()) << op;
   // The copy engine's own semaphore, where it has a 64-bit one (not AMPERE_DMA_COPY_A: the host releases it there).
-  const bool copy_semaphore64 = nv::find_class(arch().classes.copy)->find("SET_SEMAPHORE_PAYLOAD_UPPER") != nullptr;
+  const bool copy_semaphore64 = nv::copy_releases_semaphore64(*nv::find_class(arch().classes.copy));
   EXPECT_EQ(std::find(names.begin(), names.end(), "SET_SEMAPHORE_A") != names.end(), copy_semaphore64);
   for (const Json& p : got) {
     EXPECT_FALSE(p["class"].str().empty()) << p["op"].str();

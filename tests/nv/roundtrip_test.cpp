@@ -141,7 +141,7 @@ TEST_P(NvRoundTrip, CopySplitsAtTheEngineLimit) {
 
   e.copy_signal(0x10'0000'1000ull, 0x1'0000'0007ull);
   const auto s = decode(w);
-  if (find_class(arch().classes.copy)->find("SET_SEMAPHORE_PAYLOAD_UPPER") == nullptr) {
+  if (!copy_releases_semaphore64(*find_class(arch().classes.copy))) {
     // AMPERE_DMA_COPY_A releases 32-bit semaphores only: the 64-bit signal is the host's release on the channel,
     // after the copy engine goes idle (RELEASE_WFI), with the timestamp and the wake-up interrupt.
     EXPECT_EQ(ops(s), (std::vector<std::string>{"SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI",

@@ -377,4 +377,8 @@ const ClassMethods* find_class(uint32_t class_id) {
 
 std::span<const ClassMethods* const> all_classes() { return kClassPtrs; }
 
+bool copy_releases_semaphore64(const ClassMethods& copy) {
+  return copy.find("SET_SEMAPHORE_PAYLOAD_UPPER") != nullptr;
+}
+
 }  // namespace hcq::nv

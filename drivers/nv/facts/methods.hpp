@@ -56,5 +56,8 @@ std::string_view sec_op_name(uint32_t sec_op);  // "INC_METHOD", "NON_INC_METHOD
 // Each lists the methods hcq emits or may meet in a stream it decodes (not the whole class).
 const ClassMethods* find_class(uint32_t class_id);
 std::span<const ClassMethods* const> all_classes();
+// Whether a copy class releases 64-bit semaphores of its own: it has SET_SEMAPHORE_PAYLOAD_UPPER (NVC6B5, the A100's,
+// does not; there the host's release on the copy channel stands in).
+bool copy_releases_semaphore64(const ClassMethods& copy);
 
 }  // namespace hcq::nv

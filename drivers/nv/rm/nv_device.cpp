@@ -371,7 +371,7 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   const uint64_t local_bytes = uint64_t{k->stack_bytes} + kCudaLocalReserve;
   if (local_bytes > kLocalWindowBytes)
     throw InvalidArgument(cat(name(), ": kernel '", prog, "' needs ", k->stack_bytes, " bytes of stack per thread; ",
-                              "the local memory window holds ", kCudaStackTop));
+                              "the local memory window holds ", kCudaStackTop, " bytes"));
   qp.local_bytes_per_thread = static_cast<uint32_t>(local_bytes);
   for (const CubinConstantBank& b : cubin.constant_banks()) {
     if (b.bank == 0 || b.bank >= qmd::kConstantBuffers)
