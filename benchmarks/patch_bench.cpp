@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/nv_device.hpp"
 #include "sim/kfd/sim_amd_device.hpp"

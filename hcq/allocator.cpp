@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 

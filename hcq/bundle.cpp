@@ -13,7 +13,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"

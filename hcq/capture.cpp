@@ -1,6 +1,6 @@
 // Live capture: the per-device memory of recent submissions and the HCQ_DUMP file (the format itself:
 // capture_format.cpp).
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

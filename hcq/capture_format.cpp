@@ -1,11 +1,11 @@
-// Capture format, version 1 (include/hcq/capture.hpp): writing events as JSON lines and reading them back. Kept
+// Capture format, version 1 (include/hcq/backend/capture.hpp): writing events as JSON lines and reading them back. Kept
 // apart from the live side (capture.cpp) so the reader needs nothing but this file (hcq-dump, the fuzz targets).
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 #include "json_text.hpp"
 

@@ -4,6 +4,7 @@
 #include <typeinfo>
 
 #include "hcq/allocator.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/bundle.hpp"
 #include "hcq/error.hpp"
 #include "side_pool.hpp"
@@ -16,7 +17,7 @@ constexpr uint64_t kTimelineSwapAt = uint64_t{1} << 31;
 
 }  // namespace
 
-Device::Device(std::string name) : name_(std::move(name)) {}
+Device::Device(std::string name) : name_(std::move(name)), recent_(std::make_unique<capture::Recent>()) {}
 
 // The subclass has stopped its hardware and, through shutdown_runtime(), given its memory back. What is left here
 // (signals, the allocator object, an empty side pool) goes without calling into the backend.
@@ -97,8 +98,10 @@ void Device::record_error(std::exception_ptr e) {
   if (!error_) error_ = std::move(e);  // the first fault is the cause; later ones are usually its echoes
 }
 
+std::vector<capture::RingDump> Device::pending_rings() const { return {}; }
+
 std::vector<capture::Submission> Device::recent_submissions() const {
-  std::vector<capture::Submission> out = recent_.snapshot();
+  std::vector<capture::Submission> out = recent_->snapshot();
   for (capture::Submission& s : out) {
     s.device = name_;
     s.arch = capture_arch();

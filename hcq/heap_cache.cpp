@@ -1,5 +1,6 @@
 // Fixed-size block cache (heap_cache.hpp): per thread, one free list per 64-byte size class up to 4 KiB.
-#include "hcq/heap_cache.hpp"
+#include "hcq/backend/heap_cache.hpp"
+#include "hcq/hw_queue.hpp"
 
 #include <array>
 #include <new>

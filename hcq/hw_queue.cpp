@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "hcq/backend/heap_cache.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/program.hpp"

@@ -1,5 +1,5 @@
 // The libc-backed OS seam and the RAII owners of what it hands out.
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

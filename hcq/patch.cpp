@@ -1,6 +1,6 @@
 // The patch engine. apply() is on the replay path: one compare per variable that did not change, and a tight loop
 // of stores for one that did.
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 
 #include <algorithm>
 #include <cstring>

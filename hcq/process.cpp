@@ -1,12 +1,12 @@
 // The process-wide state: the unified VA reservation and the signal pool, created on first use.
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 
 #include <memory>
 
 #include "hcq/knobs.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/os.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/os.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq {
 namespace {

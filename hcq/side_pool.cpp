@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq {

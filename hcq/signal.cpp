@@ -8,8 +8,8 @@
 
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
-#include "hcq/process.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/process.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq {
 namespace {

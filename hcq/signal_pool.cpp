@@ -1,16 +1,17 @@
 // The signal pool: 64 KiB pages of 16-byte slots in the unified VA space, each slot with a generation so that a
 // handle kept past its release is caught instead of reading (or writing) someone else's signal.
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
+#include "hcq/backend/va_space.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq {
 

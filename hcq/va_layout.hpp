@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "hcq/sanitizer.hpp"
+#include "hcq/backend/sanitizer.hpp"
 
 namespace hcq::va_layout {
 

@@ -5,7 +5,7 @@
 #include <cerrno>
 
 #include "hcq/error.hpp"
-#include "hcq/memory.hpp"
+#include "hcq/backend/va_space.hpp"
 #include "va_layout.hpp"
 
 namespace hcq {

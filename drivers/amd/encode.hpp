@@ -15,7 +15,7 @@
 #include "amd/target.hpp"
 #include "common/patch_sink.hpp"
 #include "common/word_writer.hpp"
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq::amd {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/pci_scan.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq {
 

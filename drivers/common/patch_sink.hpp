@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq {
 

@@ -12,7 +12,7 @@
 
 #include "common/patch_sink.hpp"
 #include "hcq/error.hpp"
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {

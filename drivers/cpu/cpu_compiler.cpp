@@ -9,7 +9,7 @@
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 #include "common/subprocess.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "kernel_abi_text.hpp"
 
 namespace hcq::cpu {

@@ -11,10 +11,11 @@
 #include "cpu_ring.hpp"
 #include "cpu_thread_pool.hpp"
 #include "cpu_worker.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 
 namespace hcq::cpu {
 namespace {

@@ -19,7 +19,7 @@
 #include "cpu_compiler.hpp"
 #include "cpu_mappings.hpp"
 #include "hcq/device.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq::cpu {
 

@@ -6,7 +6,7 @@
 #include "cpu_commands.hpp"
 #include "cpu_program.hpp"
 #include "cpu_ring.hpp"
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::cpu {

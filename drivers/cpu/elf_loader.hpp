@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq::cpu {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq::sim {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "trace/tracer.hpp"
 
 namespace hcq::trace {

@@ -6,7 +6,7 @@
 //   {"hcq_bundle":1,"reason":"timeout"|"fault","device":D,"arch":A,"interface":I,"driver_version":V,"error":E,
 //    "state":<describe_state()>,"pid":N}
 // then one {"t":"signal","label":L,"addr":N,"value":N,"expected":N} line per signal of interest (the one waited
-// for, the device timeline), then the device's last submissions as capture events (include/hcq/capture.hpp) in
+// for, the device timeline), then the device's last submissions as capture events (include/hcq/backend/capture.hpp) in
 // the order they were made, then one {"t":"ring",...} line per hardware ring (and per segment a ring points at)
 // holding its words from read to write pointer (Device::pending_rings). `hcq-dump show DIR` reads it. HCQ_BUNDLE_DIR=off writes none; at most
 // HCQ_BUNDLE_MAX (default 16) per process, so a test suite of timeouts cannot fill the disk.

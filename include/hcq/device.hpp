@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "hcq/capture.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/program.hpp"
@@ -22,6 +21,12 @@ namespace hcq {
 
 class Allocator;
 class Compiler;
+
+namespace capture {
+class Recent;
+struct Submission;
+struct RingDump;
+}  // namespace capture
 
 struct DeviceInfo {
   std::string name;       // "CPU:0", "AMD:1", "SIM-NV:hopper"
@@ -95,16 +100,16 @@ class Device {
   // As above with an explicit timeout instead of HCQ_WAIT_TIMEOUT_MS.
   void wait_signal(const Signal& s, uint64_t value, std::chrono::milliseconds timeout) const;
 
-  // ---- capture (include/hcq/capture.hpp): this device's last submissions, kept always for hang bundles, and its
+  // ---- capture (include/hcq/backend/capture.hpp): this device's last submissions, kept always for hang bundles, and its
   // architecture name as the decoders take it (info().arch, read once).
-  capture::Recent& recent_ring() const { return recent_; }
+  capture::Recent& recent_ring() const { return *recent_; }
   // The last submissions, oldest first, with device name and arch filled in.
   std::vector<capture::Submission> recent_submissions() const;
   const std::string& capture_arch() const;
   // For hang bundles: what each hardware ring holds between its read and write pointers (see capture::RingDump;
   // device and arch are filled in by the caller). Called on the error path while queues may still submit; must
   // not throw for a ring it cannot read (say so in an empty dump instead) and must not wait.
-  virtual std::vector<capture::RingDump> pending_rings() const { return {}; }
+  virtual std::vector<capture::RingDump> pending_rings() const;
 
  protected:
   explicit Device(std::string name);
@@ -141,7 +146,7 @@ class Device {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<SidePool> side_;
   uint64_t bytes_in_use_ = 0;
-  mutable capture::Recent recent_;
+  std::unique_ptr<capture::Recent> recent_;  // never null
   mutable std::once_flag arch_once_;
   mutable std::string arch_;
 };

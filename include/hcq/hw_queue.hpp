@@ -8,14 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "hcq/heap_cache.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 #include "hcq/program.hpp"
 #include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {
+
+// Fixed-size blocks from a per-thread cache, for objects built per launch (HWQueue's operator new; hcq/heap_cache.cpp).
+void* take_block(size_t bytes);
+void give_block(void* p, size_t bytes) noexcept;
 
 class Device;
 class Program;

@@ -12,7 +12,7 @@
 #include "../common/message_of.hpp"
 #include "../common/twin_memory.hpp"
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "kernels.hpp"
 #include "twins/twin_registry.hpp"
 

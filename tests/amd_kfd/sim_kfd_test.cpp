@@ -13,7 +13,7 @@
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "amd/kfd/kfd.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "sim/kfd/sim_kfd.hpp"
 #include "sim/sim_os.hpp"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "../../tools/hcq-dump/live_commands.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "hcq/allocator.hpp"
 #include "hcq/bundle.hpp"
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/registry.hpp"

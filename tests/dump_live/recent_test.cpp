@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 
 namespace hcq {
 namespace {

@@ -11,7 +11,7 @@
 #include "../common/message_of.hpp"
 #include "../common/twin_memory.hpp"
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/cubin/cubin.hpp"
 #include "nv_kernels.hpp"
 #include "twins/nv_twins.hpp"

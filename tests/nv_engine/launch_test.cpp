@@ -8,7 +8,7 @@
 #include "cpu_compiler.hpp"
 #include "engine_fixture.hpp"
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/encode.hpp"
 #include "nv/facts/qmd.hpp"
 #include "sim/nv_engine/twin_launch.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/ctrl.hpp"

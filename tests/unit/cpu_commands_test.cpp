@@ -16,7 +16,7 @@
 #include "../../drivers/cpu/cpu_worker.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq::cpu {

@@ -13,7 +13,7 @@
 #include "../../drivers/cpu/elf_loader.hpp"
 #include "../../drivers/cpu/kernel_abi.h"
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq::cpu {
 namespace {

@@ -12,7 +12,7 @@
 #include "hcq/allocator.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 
 namespace hcq {
 namespace {

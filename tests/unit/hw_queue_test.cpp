@@ -13,9 +13,9 @@
 #include "hcq/allocator.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/program.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq {
 namespace {

@@ -1,5 +1,5 @@
 // PatchList: where symbolic operands live and how apply() rewrites only what changed.
-#include "hcq/patch.hpp"
+#include "hcq/backend/patch.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SignalPool and Signal: pooled 16-byte slots with generations, page mappers, and the host wait.
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/os.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/os.hpp"
+#include "hcq/backend/process.hpp"
 
 namespace hcq {
 namespace {

@@ -7,8 +7,8 @@
 #include <csignal>
 
 #include "hcq/error.hpp"
-#include "hcq/memory.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/va_space.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq {
 namespace {

@@ -1,5 +1,5 @@
 // `hcq-dump record [-o FILE] -- CMD...`: runs CMD with HCQ_DUMP pointing at FILE, so every hcq submission and
-// allocation it makes is captured (include/hcq/capture.hpp); `hcq-dump show FILE` prints it.
+// allocation it makes is captured (include/hcq/backend/capture.hpp); `hcq-dump show FILE` prints it.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "hcq/bundle.hpp"
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 #include "live_commands.hpp"
 #include "packet_print.hpp"

@@ -7,7 +7,7 @@
 #include "amd/aql_facts.hpp"
 #include "amd/kfd/amd_program.hpp"
 #include "amd/pm4_facts.hpp"
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::amd {

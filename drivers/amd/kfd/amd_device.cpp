@@ -13,9 +13,10 @@
 #include "amd/kfd/amd_queue.hpp"
 #include "amd/kfd/drm_query.hpp"
 #include "amd/target.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 
 namespace hcq::amd {
 

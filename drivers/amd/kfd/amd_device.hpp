@@ -14,7 +14,7 @@
 
 #include "amd/kfd/kfd.hpp"
 #include "hcq/device.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq::amd {
 

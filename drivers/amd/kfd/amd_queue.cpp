@@ -10,7 +10,8 @@
 #include "amd/decode.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_program.hpp"
-#include "hcq/capture.hpp"
+#include "hcq/backend/heap_cache.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 

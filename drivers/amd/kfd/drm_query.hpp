@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/gpu_diagnosis.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq::amd {
 

@@ -15,7 +15,7 @@
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 
 namespace hcq::amd {
 namespace {

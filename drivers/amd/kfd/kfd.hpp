@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 
 namespace hcq::amd {
 

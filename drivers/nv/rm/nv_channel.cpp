@@ -4,7 +4,7 @@
 
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/ctrl.hpp"
 

@@ -6,10 +6,11 @@
 #include <cstring>
 #include <utility>
 
+#include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "nv/compiler/nv_compiler.hpp"
 #include "nv/cubin/cubin.hpp"
 #include "nv/rm/abi/classes.hpp"

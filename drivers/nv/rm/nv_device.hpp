@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "hcq/device.hpp"
-#include "hcq/signal_pool.hpp"
+#include "hcq/backend/signal_pool.hpp"
 #include "nv/rm/nv_channel.hpp"
 #include "nv/rm/nv_gpu.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/process.hpp"
+#include "hcq/backend/process.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/nvos.hpp"

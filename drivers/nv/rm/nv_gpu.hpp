@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/facts/arch.hpp"
 #include "nv/rm/abi/ctrl.hpp"
 #include "nv/rm/abi/ioctl.hpp"

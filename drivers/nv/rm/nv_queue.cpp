@@ -5,7 +5,7 @@
 #include <thread>
 #include <typeinfo>
 
-#include "hcq/capture.hpp"
+#include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 #include "nv/decode.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "hcq/error.hpp"
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/ioctl.hpp"
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "hcq/os.hpp"
+#include "hcq/backend/os.hpp"
 #include "nv/rm/abi/uvm.hpp"
 
 namespace hcq::nv {

@@ -3,6 +3,9 @@
 
 #include <memory>
 
+#include "hcq/backend/signal_pool.hpp"
+#include "hcq/backend/va_space.hpp"
+
 namespace hcq {
 
 class VaSpace;

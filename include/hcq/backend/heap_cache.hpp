@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "hcq/sanitizer.hpp"
+#include "hcq/backend/sanitizer.hpp"
 
 namespace hcq {
 
@@ -57,9 +57,5 @@ class VectorCache {
     return destroyed ? nullptr : &holder.vectors;
   }
 };
-
-// Fixed-size blocks for objects built per launch (the HWQueue subclasses: see HWQueue::operator new).
-void* take_block(size_t bytes);
-void give_block(void* p, size_t bytes) noexcept;
 
 }  // namespace hcq
