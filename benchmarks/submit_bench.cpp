@@ -30,10 +30,12 @@ void BM_BoundSubmitPatched(benchmark::State& state) {
 
   uint64_t i = 0;
   for (auto _ : state) {
-    const uint64_t value = dev.next_timeline_value();
-    const std::array<uint64_t, 5> vars{value - 1, value, buffer_vas[i & 1], i, 1 + (i & 1)};
     const auto t0 = std::chrono::steady_clock::now();
+    hcq::Device::TimelineSlot slot = dev.reserve_timeline();
+    const uint64_t value = slot.signal_value();
+    const std::array<uint64_t, 5> vars{slot.wait_value(), value, buffer_vas[i & 1], i, 1 + (i & 1)};
     q->submit(vars);
+    slot.commit();
     const auto t1 = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
     dev.wait_signal(dev.timeline_signal(), value);

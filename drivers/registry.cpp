@@ -153,7 +153,7 @@ class Registry {
   }
 
   void close_all() noexcept {
-    std::vector<std::pair<std::string, std::unique_ptr<Device>>> closing;
+    std::vector<std::pair<std::string, std::shared_ptr<Device>>> closing;
     {
       std::lock_guard lock(mu_);
       closing.swap(open_);
@@ -165,7 +165,8 @@ class Registry {
       } catch (...) {
       }
     }
-    while (!closing.empty()) closing.pop_back();  // reverse order of opening
+    // Reverse order of opening. A device that buffers or programs still hold closes when the last of them goes.
+    while (!closing.empty()) closing.pop_back();
   }
 
  private:
@@ -187,12 +188,12 @@ class Registry {
       dev = open_new(p);
     }
     Device& ref = *dev;
-    open_.emplace_back(p.canonical, std::move(dev));
+    open_.emplace_back(p.canonical, std::shared_ptr<Device>(std::move(dev)));
     return ref;
   }
 
   std::mutex mu_;
-  std::vector<std::pair<std::string, std::unique_ptr<Device>>> open_;  // in order of opening
+  std::vector<std::pair<std::string, std::shared_ptr<Device>>> open_;  // in order of opening; shared with buffers
 };
 
 Registry& registry() {

@@ -8,7 +8,6 @@
 #include "hcq/allocator.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/registry.hpp"
 
 namespace hcq {
 
@@ -16,13 +15,17 @@ namespace hcq {
 // (a scheduler's intermediates) cost nothing until something touches them.
 struct Buffer::Base {
   Device* dev;
+  // Keeps a shared device (every device the registry opened) open while this memory lives, whatever order the
+  // owners go in: a cache of buffers destroyed after close_all_devices() or at exit frees into a live device.
+  // Null for a device its maker owns alone (a test's): then the maker keeps it open.
+  std::shared_ptr<Device> keep_open;
   uint64_t size;
   BufferSpec spec;
   std::mutex mu;                // serializes the first allocation
   std::atomic<bool> ready{false};  // alloc is set (acquire before reading it)
   std::optional<Allocation> alloc;
 
-  Base(Device& d, uint64_t s, BufferSpec sp) : dev(&d), size(s), spec(sp) {}
+  Base(Device& d, uint64_t s, BufferSpec sp) : dev(&d), keep_open(d.weak_from_this().lock()), size(s), spec(sp) {}
   Base(const Base&) = delete;
   Base& operator=(const Base&) = delete;
 
@@ -61,8 +64,6 @@ Buffer::Buffer(Device& dev, uint64_t size, BufferSpec spec) : size_(size) {
   base_ = std::make_shared<Base>(dev, size, spec);
 }
 
-Buffer::Buffer(const std::string& device_name, uint64_t size, BufferSpec spec)
-    : Buffer(open_device(device_name), size, spec) {}
 
 Buffer Buffer::view(uint64_t offset, uint64_t size) const {
   if (!range_inside(offset, size, size_)) {
@@ -72,11 +73,11 @@ Buffer Buffer::view(uint64_t offset, uint64_t size) const {
   return Buffer(base_, offset_ + offset, size);
 }
 
-void Buffer::ensure_allocated() { base_->allocation(); }
+void Buffer::ensure_allocated() const { base_->allocation(); }
 
 bool Buffer::allocated() const { return base_->ready.load(std::memory_order_acquire); }
 
-uint64_t Buffer::va() { return base_->allocation().va + offset_; }
+uint64_t Buffer::va() const { return base_->allocation().va + offset_; }
 
 Device& Buffer::device() const { return *base_->dev; }
 
@@ -91,7 +92,7 @@ void Buffer::copyin(std::span<const std::byte> src) {
   device().allocator().copyin(a, offset_, src);
 }
 
-void Buffer::copyout(std::span<std::byte> dst) {
+void Buffer::copyout(std::span<std::byte> dst) const {
   if (dst.size() != size_) {
     throw InvalidArgument(cat(device().name(), ": copyout of a buffer of ", size_, " bytes into ", dst.size(),
                               " bytes (sizes must match)"));
@@ -100,7 +101,7 @@ void Buffer::copyout(std::span<std::byte> dst) {
   device().allocator().copyout(dst, a, offset_);
 }
 
-void Buffer::copy_from(Buffer& src) {
+Completion Buffer::copy_from(const Buffer& src) {
   if (src.size_ != size_) {
     throw InvalidArgument(cat(device().name(), ": copy of ", src.size_, " bytes from ", src.device().name(),
                               " into a buffer of ", size_, " bytes (sizes must match)"));
@@ -113,7 +114,7 @@ void Buffer::copy_from(Buffer& src) {
   const Allocation& from = src.base_->allocation();
   const Allocation& to = base_->allocation();
   // Across devices the source drives the copy (the reference protocol); on one device it is that device's.
-  src.device().allocator().transfer(to, offset_, from, src.offset_, size_);
+  return src.device().allocator().transfer(to, offset_, from, src.offset_, size_);
 }
 
 }  // namespace hcq

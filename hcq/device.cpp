@@ -26,7 +26,7 @@ Device::~Device() = default;
 void Device::init_runtime(std::unique_ptr<Allocator> allocator) {
   timeline_ = OwnedSignal(0, name_ + " timeline");
   shadow_ = OwnedSignal(0, name_ + " timeline shadow");
-  timeline_value_ = 1;
+  timeline_value_.store(1, std::memory_order_relaxed);
   allocator_ = std::move(allocator);
   side_ = std::make_unique<SidePool>(*this);
 }
@@ -49,20 +49,59 @@ void Device::shutdown_runtime() noexcept {
   side_.reset();
 }
 
+Device::TimelineSlot Device::reserve_timeline() {
+  if (!side_) throw Error(cat(name_, ": submission before init_runtime"));
+  submit_mu_.lock();  // released by the slot: commit() or its destructor
+  return TimelineSlot(*this, timeline_value_.load(std::memory_order_relaxed));
+}
+
+Device::TimelineSlot::~TimelineSlot() {
+  if (dev_ != nullptr) dev_->submit_mu_.unlock();
+}
+
+const Signal& Device::TimelineSlot::signal() const { return dev_->timeline_signal(); }
+
+Completion Device::TimelineSlot::commit() {
+  Device& dev = *dev_;
+  dev.submit_mu_.assert_held();
+  dev.timeline_value_.store(value_ + 1, std::memory_order_release);
+  const Completion done(dev, value_, dev.epoch());
+  dev_ = nullptr;
+  dev.submit_mu_.unlock();
+  return done;
+}
+
+bool Completion::done() const {
+  if (device_ == nullptr || epoch_ != device_->epoch()) return true;
+  return device_->timeline_signal().value() >= value_;
+}
+
+void Completion::wait() const {
+  if (device_ == nullptr) return;
+  if (epoch_ == device_->epoch()) device_->wait_signal(device_->timeline_signal(), value_);
+  if (std::exception_ptr f = device_->poll_fault()) device_->record_error(f);
+  MutexLock lock(device_->err_mu_);
+  if (device_->error_) std::rethrow_exception(device_->error_);
+}
+
 void Device::synchronize() {
   if (!side_) throw Error(cat(name_, ": synchronize before init_runtime"));
-  wait_signal(timeline_, timeline_value_ - 1);
+  wait_signal(timeline_, timeline_value() - 1);
   if (std::exception_ptr f = poll_fault()) record_error(f);
   {
-    std::lock_guard lock(err_mu_);
+    MutexLock lock(err_mu_);
     if (error_) std::rethrow_exception(error_);
   }
   side_->reclaim_all();
-  if (timeline_value_ > kTimelineSwapAt) {
-    // The device is idle: nothing can still wait on the old signal, so switch to the shadow and start over.
+  if (timeline_value() > kTimelineSwapAt) {
+    MutexLock lock(submit_mu_);
+    // Idle, unless another thread submitted since the wait above: then the swap waits for a later synchronize.
+    if (timeline_->value() + 1 != timeline_value()) return;
+    // Nothing can still wait on the old signal, so switch to the shadow and start over.
     std::swap(timeline_, shadow_);
     timeline_->set_value(0);
-    timeline_value_ = 1;
+    timeline_value_.store(1, std::memory_order_release);
+    timeline_epoch_.fetch_add(1, std::memory_order_acq_rel);
     for (const auto& fn : on_reset_) fn();
   }
 }
@@ -70,11 +109,13 @@ void Device::synchronize() {
 void Device::set_timeline_value(uint64_t next) {
   if (next == 0) throw InvalidArgument(cat(name_, ": timeline value must be >= 1 (it is the next value to signal)"));
   if (!side_) throw Error(cat(name_, ": set_timeline_value before init_runtime"));
+  MutexLock lock(submit_mu_);
   // Let what was submitted finish first: side blocks and staging stamps refer to the old numbering.
-  wait_signal(timeline_, timeline_value_ - 1);
+  wait_signal(timeline_, timeline_value() - 1);
   side_->reclaim_all();
   timeline_->set_value(next - 1);
-  timeline_value_ = next;
+  timeline_value_.store(next, std::memory_order_release);
+  timeline_epoch_.fetch_add(1, std::memory_order_acq_rel);
   for (const auto& fn : on_reset_) fn();
 }
 
@@ -94,7 +135,7 @@ void Device::record_error(std::exception_ptr e) {
     } catch (...) {
     }
   }
-  std::lock_guard lock(err_mu_);
+  MutexLock lock(err_mu_);
   if (!error_) error_ = std::move(e);  // the first fault is the cause; later ones are usually its echoes
 }
 
@@ -121,7 +162,7 @@ const std::string& Device::capture_arch() const {
 }
 
 bool Device::has_error() const {
-  std::lock_guard lock(err_mu_);
+  MutexLock lock(err_mu_);
   return error_ != nullptr;
 }
 
@@ -156,7 +197,7 @@ void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std:
   auto* self = const_cast<Device*>(this);
   auto check = [this, self] {
     if (std::exception_ptr f = poll_fault()) self->record_error(f);
-    std::lock_guard lock(err_mu_);
+    MutexLock lock(err_mu_);
     if (error_) std::rethrow_exception(error_);
   };
   // A device that wakes its waiters (sleep_on_signal) gets them blocked there rather than backing off.
@@ -170,7 +211,7 @@ void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std:
     bundle::SignalState sigs[2] = {{s.label(), s.addr(), s.value(), value}, {}};
     size_t n = 1;
     if (timeline_.get().valid() && !(timeline_.get() == s)) {
-      sigs[1] = {timeline_->label(), timeline_->addr(), timeline_->value(), timeline_value_ - 1};
+      sigs[1] = {timeline_->label(), timeline_->addr(), timeline_->value(), timeline_value() - 1};
       n = 2;
     }
     throw TimeoutError(msg + bundle::write(*this, "timeout", msg, std::span(sigs, n)).suffix());

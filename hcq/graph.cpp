@@ -10,8 +10,10 @@
 #include "hcq/graph.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
+#include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/program.hpp"
@@ -43,6 +45,8 @@ struct Graph::Set {
   bool ran = false;                              // submitted at least once (its progress signals mean something)
 };
 
+BufferUse use(const Buffer& buffer, Access access) { return BufferUse{Sym(buffer.va()), buffer.size(), access}; }
+
 Graph::Graph(std::vector<GraphCall> calls, GraphOptions opts) : calls_(std::move(calls)), opts_(opts) {
   check_calls();
   GraphSchedule::Input in;
@@ -56,6 +60,12 @@ Graph::Graph(std::vector<GraphCall> calls, GraphOptions opts) : calls_(std::move
   kick_var_ = static_cast<uint16_t>(user_vars_);
   vars_.assign(total, 0);
   kick_signal_ = OwnedSignal(0, "graph kick-off");
+  lock_order_.resize(devices_.size());
+  for (uint32_t d = 0; d < lock_order_.size(); ++d) lock_order_[d] = d;
+  std::sort(lock_order_.begin(), lock_order_.end(),
+            [this](uint32_t a, uint32_t b) { return std::less<const Device*>()(devices_[a], devices_[b]); });
+  slots_.resize(devices_.size());
+  completions_.resize(devices_.size());
   for (uint32_t i = 0; i < opts_.sets; ++i) {
     sets_.push_back(std::make_unique<Set>());
     build_set(*sets_.back());
@@ -214,7 +224,7 @@ void Graph::wait() {
   for (auto& s : sets_) wait_set(*s);
 }
 
-void Graph::replay(std::span<const uint64_t> vars) {
+std::span<const Completion> Graph::replay(std::span<const uint64_t> vars) {
   if (broken_) [[unlikely]]
     throw Error("graph: an earlier replay failed after submitting part of its queues; build a new graph");
   if (vars.size() < user_vars_) [[unlikely]]
@@ -232,9 +242,12 @@ void Graph::replay(std::span<const uint64_t> vars) {
   std::copy(vars.begin(), vars.begin() + static_cast<ptrdiff_t>(user_vars_), vars_.begin());
   const uint64_t kick = kick_ + 1;
   vars_[kick_var_] = kick;
+  // A slot on every device's timeline, taken in one fixed order so that two threads replaying graphs over the same
+  // devices cannot each hold one device's lock while waiting for the other's.
+  for (uint32_t d : lock_order_) slots_[d].emplace(devices_[d]->reserve_timeline());
   for (size_t d = 0; d < devices_.size(); ++d) {
-    vars_[kick_var_ + 1 + 2 * d] = devices_[d]->timeline_signal().addr();
-    vars_[kick_var_ + 2 + 2 * d] = devices_[d]->timeline_value() - 1;
+    vars_[kick_var_ + 1 + 2 * d] = slots_[d]->signal().addr();
+    vars_[kick_var_ + 2 + 2 * d] = slots_[d]->wait_value();
   }
   for (OwnedSignal& p : s.progress) p->set_value(0);  // no queue of this set runs before the kick
 
@@ -248,13 +261,18 @@ void Graph::replay(std::span<const uint64_t> vars) {
     // Nothing submitted: the graph is as it was. Otherwise some queues wait for a kick that must not come (the
     // rest of the graph is missing), and their devices' timelines are stuck behind them.
     if (submitted != 0) broken_ = true;
+    for (auto& slot : slots_) slot.reset();
     throw;
   }
-  for (Device* d : devices_) d->next_timeline_value();
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    completions_[d] = slots_[d]->commit();
+    slots_[d].reset();
+  }
   s.ran = true;
   kick_ = kick;
   ++runs_;
   kick_signal_->set_value(kick);  // releases every queue of the replay at once
+  return completions_;
 }
 
 }  // namespace hcq

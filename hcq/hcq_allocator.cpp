@@ -41,18 +41,10 @@ void check_range(const Device& dev, const Allocation& a, uint64_t offset, uint64
   }
 }
 
-// Submits "wait for the previous submission, copy, signal ours" on dev's copy queue; returns the timeline value
-// that marks this copy done.
-// The timeline advances only after a successful submit, so a copy that fails to encode leaves no value behind
-// that nothing would ever signal.
+// A copy on dev's copy queue, on its timeline; returns the timeline value that marks it done.
 uint64_t submit_copy(Device& dev, uint64_t dst, uint64_t src, uint64_t size) {
-  const uint64_t tv = dev.timeline_value();
-  dev.copy_queue()
-      ->wait(dev.timeline_signal(), tv - 1)
-      .copy(dst, src, size)
-      .signal(dev.timeline_signal(), tv)
-      .submit();
-  return dev.next_timeline_value();
+  auto queue = dev.copy_queue();
+  return dev.submit(*queue, [&](HWQueue& q) { q.copy(dst, src, size); }).value();
 }
 
 }  // namespace
@@ -152,11 +144,11 @@ void HCQAllocator::copyout(std::span<std::byte> dst, const Allocation& src, uint
   next_ = slot(nchunks);
 }
 
-void HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
-                            uint64_t size) {
+Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src,
+                                  uint64_t src_off, uint64_t size) {
   check_range(dev_, src, src_off, size, "transfer source");
   check_range(dev_, dst, dst_off, size, "transfer destination");
-  if (size == 0) return;
+  if (size == 0) return Completion();
   Device& src_dev = src.device != nullptr ? *src.device : dev_;
   Device& dst_dev = dst.device != nullptr ? *dst.device : dev_;
   std::lock_guard lock(mu_);
@@ -169,22 +161,16 @@ void HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const Alloc
   }
   // The source's copy queue runs after everything already queued on both devices (the destination may still be
   // reading or writing dst)...
-  const uint64_t src_tv = src_dev.timeline_value();
   auto copy = src_dev.copy_queue();
-  copy->wait(src_dev.timeline_signal(), src_tv - 1);
-  if (peer) copy->wait(dst_dev.timeline_signal(), dst_dev.timeline_value() - 1);
-  copy->copy(dst.va + dst_off, src.va + src_off, size).signal(src_dev.timeline_signal(), src_tv).submit();
-  src_dev.next_timeline_value();
-  if (!peer) return;
+  const Completion copied = src_dev.submit(*copy, [&](HWQueue& q) {
+    if (peer) q.wait(dst_dev.timeline_signal(), dst_dev.timeline_value() - 1);
+    q.copy(dst.va + dst_off, src.va + src_off, size);
+  });
+  if (!peer) return copied;
   // ...and the destination's timeline does not move past this point until the copy is done, so whatever is
   // queued next on the destination sees the data.
-  const uint64_t dst_tv = dst_dev.timeline_value();
-  dst_dev.compute_queue()
-      ->wait(src_dev.timeline_signal(), src_tv)
-      .wait(dst_dev.timeline_signal(), dst_tv - 1)
-      .signal(dst_dev.timeline_signal(), dst_tv)
-      .submit();
-  dst_dev.next_timeline_value();
+  auto join = dst_dev.compute_queue();
+  return dst_dev.submit(*join, [&](HWQueue& q) { q.wait(src_dev.timeline_signal(), copied.value()); });
 }
 
 void HCQAllocator::release_idle_memory() {

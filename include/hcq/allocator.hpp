@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hcq/completion.hpp"
 #include "hcq/memory.hpp"
 
 namespace hcq {
@@ -42,9 +43,10 @@ class Allocator {
   // Host <-> device and device <-> device copies. dst/src ranges must lie inside the allocations.
   virtual void copyin(const Allocation& dst, uint64_t offset, std::span<const std::byte> src) = 0;
   virtual void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) = 0;
-  // Copy from an allocation of (possibly) another device into dst.
-  virtual void transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
-                        uint64_t size) = 0;
+  // Copy from an allocation of (possibly) another device into dst, after everything submitted to both devices.
+  // Returns without waiting: the completion after which dst holds the data (on dst's device).
+  virtual Completion transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                              uint64_t size) = 0;
 
   Device& device() const { return dev_; }
 
@@ -78,8 +80,8 @@ class HCQAllocator : public Allocator {
 
   void copyin(const Allocation& dst, uint64_t offset, std::span<const std::byte> src) override;
   void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) override;
-  void transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
-                uint64_t size) override;
+  Completion transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                      uint64_t size) override;
 
  protected:
   void release_idle_memory() override;

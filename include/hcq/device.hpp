@@ -1,6 +1,7 @@
 // Device: one GPU (or CPU) behind the HCQ interface. Owns the timeline, the allocator, and its hardware queues.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "hcq/backend/thread_annotations.hpp"
+#include "hcq/completion.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/program.hpp"
@@ -38,9 +41,15 @@ struct DeviceInfo {
   std::string driver_version;
 };
 
-// Ownership: devices are owned by the registry (or by a test) and live until closed; every queue, program and
-// allocation made from a device must be destroyed before it.
-class Device {
+// Ownership: the registry opens devices and shares them (std::shared_ptr): each Buffer and Program made on a device
+// keeps it open, so closing the registry (close_all_devices, or the process exiting) closes a device only once the
+// last of them is gone. A device made outside the registry (a backend's open function, in tests) is owned by its
+// maker alone, who keeps it open while anything made from it lives. Queues (HWQueue) and graphs do not keep
+// their device open: destroy them first.
+// Threads: a Device may be used from any number of threads: submissions (submit, reserve_timeline, launches,
+// copies), waits, allocation and synchronize are thread-safe. Building one HWQueue is not: each thread builds its
+// own.
+class Device : public std::enable_shared_from_this<Device> {
  public:
   virtual ~Device();
   Device(const Device&) = delete;
@@ -54,16 +63,52 @@ class Device {
   std::unique_ptr<HWQueue> compute_queue() { return new_queue(QueueKind::compute); }
   std::unique_ptr<HWQueue> copy_queue() { return new_queue(QueueKind::copy); }
 
-  // ---- timeline: timeline_value() is the next value to signal. A submission waits timeline_value()-1 and
-  // signals next_timeline_value() (which returns the value and advances it).
+  // ---- timeline: every submission waits for the previous one (value v-1) and signals its own (v), on the device's
+  // timeline signal; timeline_value() is the next v.
+  //
+  // submit() is the one call that does it: `queue` gets wait(timeline, v-1), then `build(queue)` appends the work,
+  // then signal(timeline, v); the queue is submitted and the timeline advances only when all of that succeeded (a
+  // command that fails to encode leaves no value that nothing would ever signal). Returns the completion {this, v}.
+  //
+  // Threads: any thread may submit. Submissions are serialised by the device's submission lock, held from the
+  // reservation of v to the submit, so values reach the hardware in the order they were handed out. `build` runs
+  // under that lock: it must not submit on this device itself.
+  template <class Build>
+  Completion submit(HWQueue& queue, Build&& build);
+
+  // The same protocol for queues that carry the timeline values as variables (a bound queue resubmitted, a graph):
+  // reserve a slot, patch wait_value()/signal_value() into the queue, submit it, then commit(). A slot holds the
+  // device's submission lock until it is committed or destroyed (destroyed uncommitted, the value is not used).
+  class TimelineSlot {
+   public:
+    TimelineSlot(TimelineSlot&& o) noexcept : dev_(o.dev_), value_(o.value_) { o.dev_ = nullptr; }
+    TimelineSlot& operator=(TimelineSlot&&) = delete;
+    ~TimelineSlot();
+    const Signal& signal() const;
+    uint64_t wait_value() const { return value_ - 1; }
+    uint64_t signal_value() const { return value_; }
+    // The queue carrying signal_value() was submitted: advance the timeline, release the lock.
+    Completion commit();
+
+   private:
+    friend class Device;
+    TimelineSlot(Device& dev, uint64_t value) : dev_(&dev), value_(value) {}
+    Device* dev_;
+    uint64_t value_;
+  };
+  TimelineSlot reserve_timeline() HCQ_EXCLUDES(submit_mu_) HCQ_HANDS_OFF_LOCK;
+
   const Signal& timeline_signal() const { return timeline_.get(); }
-  uint64_t timeline_value() const { return timeline_value_; }
-  uint64_t next_timeline_value() { return timeline_value_++; }
-  // Waits for timeline_value()-1, re-raises a sticky error, frees side memory the device is done with, and past
-  // 2^31 swaps to the shadow timeline signal and restarts at 1 (32-bit compares on some GPUs).
-  void synchronize();
+  // The next value to signal. A snapshot when another thread may be submitting.
+  uint64_t timeline_value() const { return timeline_value_.load(std::memory_order_acquire); }
+  // Everything submitted on this device until now.
+  Completion last_submission() const { return Completion(const_cast<Device&>(*this), timeline_value() - 1, epoch()); }
+  // Waits for everything submitted so far (timeline_value()-1), re-raises a sticky error, frees side memory the
+  // device is done with, and past 2^31 swaps to the shadow timeline signal and restarts at 1 (32-bit compares on
+  // some GPUs). Any thread; submissions from other threads during it are not waited for.
+  void synchronize() HCQ_EXCLUDES(submit_mu_);
   // For bring-up and tests: after a synchronize, restart the timeline at `next` (signal set to next-1).
-  void set_timeline_value(uint64_t next);
+  void set_timeline_value(uint64_t next) HCQ_EXCLUDES(submit_mu_);
   // Called after a timeline swap (e.g. the allocator resets its staging stamps).
   void on_timeline_reset(std::function<void()> fn);
 
@@ -137,11 +182,16 @@ class Device {
   // current now, then releases it: its slot must not go to a new owner while a late write can land there.
   void release_after_timeline(OwnedSignal s);
   void wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const;
+  friend class Completion;
+  uint64_t epoch() const { return timeline_epoch_.load(std::memory_order_acquire); }
   std::string name_;
   OwnedSignal timeline_, shadow_;
-  uint64_t timeline_value_ = 1;
-  mutable std::mutex err_mu_;
-  std::exception_ptr error_;
+  // Serialises submissions on the timeline (see submit()); guards every change of the timeline's value and signal.
+  Mutex submit_mu_;
+  std::atomic<uint64_t> timeline_value_{1};  // written under submit_mu_, read by anyone
+  std::atomic<uint64_t> timeline_epoch_{0};  // +1 at each restart of the timeline (swap, set_timeline_value)
+  mutable Mutex err_mu_;
+  std::exception_ptr error_ HCQ_GUARDED_BY(err_mu_);
   std::vector<std::function<void()>> on_reset_;
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<SidePool> side_;
@@ -150,5 +200,14 @@ class Device {
   mutable std::once_flag arch_once_;
   mutable std::string arch_;
 };
+
+template <class Build>
+Completion Device::submit(HWQueue& queue, Build&& build) {
+  TimelineSlot slot = reserve_timeline();
+  queue.wait(slot.signal(), slot.wait_value());
+  build(queue);
+  queue.signal(slot.signal(), slot.signal_value()).submit();
+  return slot.commit();
+}
 
 }  // namespace hcq

@@ -11,17 +11,21 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "hcq/completion.hpp"
+#include "hcq/device.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {
 
+class Buffer;
 class Device;
 class Program;
 
@@ -35,6 +39,9 @@ struct BufferUse {
   uint64_t size = 0;
   Access access = Access::read_write;
 };
+
+// The whole of `buffer` (allocated now if it was not), at its constant address.
+BufferUse use(const Buffer& buffer, Access access = Access::read_write);
 
 // A kernel launch. The Program must outlive the Graph; it runs on program->device().
 struct KernelCall {
@@ -105,8 +112,10 @@ struct GraphOptions {
   uint64_t kick_limit = uint64_t{1} << 31;
 };
 
-// Ownership: the Graph owns its queues and signals; the devices and programs it names must outlive it. Not
-// thread-safe: one thread replays a graph (as with a Device's timeline). Destroying it waits for its last replay.
+// Ownership: the Graph owns its queues and signals; the devices and programs it names must outlive it. Destroying it
+// waits for its last replay.
+// Threads: one thread at a time replays a given graph (it patches its own queues); replays of different graphs and
+// other submissions from other threads are ordered on the devices' timelines.
 class Graph {
  public:
   explicit Graph(std::vector<GraphCall> calls, GraphOptions opts = {});
@@ -116,8 +125,9 @@ class Graph {
 
   // Runs every call once, in the order given (as the dependencies require), after all work submitted earlier to
   // the graph's devices. vars[i] is the value of Var{i}; at least num_vars() values. Symbolic launch dims are
-  // checked before anything is submitted (InvalidArgument). Returns without waiting for the device.
-  void replay(std::span<const uint64_t> vars);
+  // checked before anything is submitted (InvalidArgument). Returns without waiting for the device: one completion
+  // per device of devices(), in that order, valid until the next replay (copy them to keep them).
+  std::span<const Completion> replay(std::span<const uint64_t> vars);
   // Waits until every replay submitted so far has finished on every device.
   void wait();
 
@@ -149,6 +159,9 @@ class Graph {
   size_t user_vars_ = 0;
   uint16_t kick_var_ = 0;                  // then per device: timeline address, timeline value
   std::vector<uint64_t> vars_;             // caller's values + the graph's own, reused by every replay
+  std::vector<uint32_t> lock_order_;       // device indices by address: the order timeline slots are taken in
+  std::vector<std::optional<Device::TimelineSlot>> slots_;  // per device, held during one replay
+  std::vector<Completion> completions_;    // per device, from the last replay
   OwnedSignal kick_signal_;
   uint64_t kick_ = 0;
   uint64_t runs_ = 0;

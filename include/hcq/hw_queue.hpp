@@ -37,6 +37,9 @@ enum class Width : uint8_t { b32 = 4, b64 = 8 };
 // Ownership: a queue belongs to its creator and refers to its Device, which must outlive it. Side memory it
 // allocates (kernargs, QMDs, the bound copy of its words) is returned to the device when the queue is destroyed,
 // and reused only once the device's timeline has passed every submission that could still read it.
+// Threads: one thread builds and submits a given queue (no lock inside: a launch builds one per call); different
+// queues of one device may be built and submitted from different threads at once. On a device's timeline, submit
+// through Device::submit, which orders the submissions of all threads.
 class HWQueue {
  public:
   virtual ~HWQueue();

@@ -4,16 +4,19 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "hcq/completion.hpp"
 #include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {
 
+class Buffer;
 class Device;
 
 struct LaunchLimits {
@@ -22,8 +25,10 @@ struct LaunchLimits {
   uint32_t max_global[3] = {0x7fffffff, 65535, 65535};
 };
 
-// Ownership: created by Device::load_program, owned by the caller; the Device must outlive it. Destroying it
-// while launches are in flight waits for the device first.
+// Ownership: created by Device::load_program, owned by the caller; it keeps a shared device open (see Device).
+// Destroying it while launches are in flight waits for the device first.
+// Threads: launches of one Program may come from several threads at once (each builds its own queue; the timed
+// form serialises on the program's timing signals).
 class Program {
  public:
   virtual ~Program() = default;
@@ -39,8 +44,16 @@ class Program {
   // Throws InvalidArgument for the wrong number of buffers/values or dims outside limits() (zero included).
   void check_launch(size_t nbufs, size_t nvals, const uint32_t global[3], const uint32_t local[3]) const;
 
-  // Eager launch: builds a queue (wait timeline-1, [timestamp], exec, [timestamp], signal timeline), submits it.
-  // With wait=true, blocks until done and returns the kernel's device time in seconds.
+  // Eager launch on the device's timeline (Device::submit: wait for the previous submission, exec, signal): returns
+  // its completion without waiting. Throws InvalidArgument (check_launch) before anything is submitted.
+  Completion launch(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals,
+                    std::array<uint32_t, 3> global, std::array<uint32_t, 3> local) const;
+  // The same with buffers, which must live on this program's device: their addresses are the kernel's buffer
+  // arguments (a buffer not yet allocated is allocated now).
+  Completion launch(std::span<const Buffer* const> bufs, std::span<const uint32_t> vals,
+                    std::array<uint32_t, 3> global, std::array<uint32_t, 3> local) const;
+  // launch(), and with wait=true also blocks until done (timestamps around the kernel) and returns the kernel's
+  // device time in seconds.
   std::optional<double> operator()(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals,
                                    std::array<uint32_t, 3> global, std::array<uint32_t, 3> local,
                                    bool wait = false) const;
@@ -50,11 +63,11 @@ class Program {
   // program, then calls `on_unload` (e.g. unregistering a host twin). Never throws: a faulted or hung device will
   // not run what is left, and a failing unload must not stop the image being freed.
   void retire(const std::function<void()>& on_unload) noexcept;
-  Program(Device& dev, std::string name, uint32_t num_bufs, uint32_t num_vals, LaunchLimits limits)
-      : dev_(dev), name_(std::move(name)), num_bufs_(num_bufs), num_vals_(num_vals), limits_(limits) {}
+  Program(Device& dev, std::string name, uint32_t num_bufs, uint32_t num_vals, LaunchLimits limits);
 
  private:
   Device& dev_;
+  std::shared_ptr<Device> keep_open_;  // dev_, when the registry shares it (see Device); else null
   std::string name_;
   uint32_t num_bufs_, num_vals_;
   LaunchLimits limits_;

@@ -11,7 +11,8 @@ namespace hcq {
 
 class Device;
 
-// Opens (once) and returns the named device. An empty name means HCQ_DEVICE, or else the first device that opens
+// Opens (once) and returns the named device; the registry keeps it open until close_all_devices() (see Device for
+// what else keeps it open). An empty name means HCQ_DEVICE, or else the first device that opens
 // in the fixed probe order (AMD, NV, CUDA, CPU). Throws InvalidArgument for an unknown name (listing the known
 // ones) and the driver's error (UnsupportedDriver, OsError, ...) when the device cannot open.
 Device& open_device(std::string_view name = {});
@@ -46,7 +47,9 @@ struct PciGpuReport {
 // the device nodes it checks (and closes them). For `hcq info`.
 PciGpuReport pci_gpu_report();
 
-// Closes every open device (synchronizing first). Called at exit; callable by tests.
+// Closes every open device (synchronizing first) and forgets it: the next open_device opens it anew. A device that
+// buffers or programs still hold stays open for them until the last of them goes (see Device). Called at exit;
+// callable by tests.
 void close_all_devices();
 
 }  // namespace hcq

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/timeline.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_queue.hpp"
 #include "amd/target.hpp"
@@ -56,7 +57,7 @@ class AmdFaultTest : public ::testing::TestWithParam<const char*> {
     EXPECT_TRUE(dev_->has_error());
   }
   uint64_t signal_next(HWQueue& q) {
-    const uint64_t v = dev_->next_timeline_value();
+    const uint64_t v = hcq::test::take_timeline_value(*dev_);
     q.signal(dev_->timeline_signal(), v);
     return v;
   }
@@ -146,7 +147,7 @@ TEST_P(AmdFaultTest, OtherDevicesAndTheProcessAreUnaffected) {
   OwnedSignal s(0, "other device");
   auto oq = other->compute_queue();
   oq->signal(s, 5u);
-  const uint64_t v = other->next_timeline_value();
+  const uint64_t v = hcq::test::take_timeline_value(*other);
   oq->signal(other->timeline_signal(), v);
   oq->submit();
   EXPECT_NO_THROW(other->synchronize());
@@ -174,7 +175,7 @@ TEST_P(AmdFaultTest, AFaultOnOneGpuLeavesItsPeerAlone) {
   OwnedSignal s(0, "peer");
   auto pq = peer->copy_queue();
   pq->signal(s, 9u);
-  const uint64_t v = peer->next_timeline_value();
+  const uint64_t v = hcq::test::take_timeline_value(*peer);
   pq->signal(peer->timeline_signal(), v);
   pq->submit();
   EXPECT_NO_THROW(peer->synchronize());

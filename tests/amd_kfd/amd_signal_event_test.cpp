@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "amd/decode.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/target.hpp"
@@ -61,7 +62,7 @@ class AmdSignalEventTest : public ::testing::TestWithParam<const char*> {
 
   // Submits, on `q`: wait for `gate` >= 1, then what `body` adds, then the timeline's next value; returns it.
   uint64_t gated_signal(Device& d, HWQueue& q, const Signal& gate, const std::function<void(HWQueue&)>& body = {}) {
-    const uint64_t v = d.next_timeline_value();
+    const uint64_t v = hcq::test::take_timeline_value(d);
     q.wait(gate, 1u);
     if (body) body(q);
     q.signal(d.timeline_signal(), v).submit();

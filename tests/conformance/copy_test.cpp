@@ -2,6 +2,7 @@
 // host memory (direct, and through an intermediate device buffer).
 #include <cstring>
 
+#include "common/timeline.hpp"
 #include "conformance/fixture.hpp"
 
 namespace hcq::conformance {
@@ -84,13 +85,13 @@ TEST_P(ConformanceCopy, PatchedCopy) {
   q->copy(Var{0}, Var{1}, 8);
   q->signal(dev().timeline_signal(), Var{2});
 
-  uint64_t value = dev().next_timeline_value();
+  uint64_t value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> a_to_b{b.va(), a.va(), value};
   q->submit(a_to_b);
   wait_timeline(value);
   EXPECT_EQ(b.download_as<uint32_t>(2), (std::vector<uint32_t>{11, 22}));
 
-  value = dev().next_timeline_value();
+  value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> c_to_a{a.va(), c.va(), value};
   q->submit(c_to_a);
   wait_timeline(value);

@@ -5,6 +5,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/timeline.hpp"
 #include "conformance/fixture.hpp"
 
 namespace hcq::conformance {
@@ -58,7 +59,7 @@ TEST_P(ConformanceExec, TwoKernels100TimesWithPatchedValue) {
 
   uint64_t last = 0;
   for (int i = 0; i < 100; ++i) {
-    last = dev().next_timeline_value();
+    last = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 1> vars{last};
     q->submit(vars);
   }
@@ -74,21 +75,21 @@ TEST_P(ConformanceExec, PatchedDims) {
   q->exec(*add_one_, LaunchArgs{{b_->va(), a_->va()}, {2u}}, Dims{Var{0}, 1u, 1u}, Dims{Var{1}, 1u, 1u});
   q->signal(dev().timeline_signal(), Var{2});
 
-  uint64_t value = dev().next_timeline_value();
+  uint64_t value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> one_thread{1, 1, value};
   q->submit(one_thread);
   wait_timeline(value);
   EXPECT_EQ(b_->download_as<float>(2), (std::vector<float>{1.0f, 0.0f})) << "b[1] must not be written";
 
   b_->upload_as<float>({0.0f, 0.0f});
-  value = dev().next_timeline_value();
+  value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> two_groups{2, 1, value};
   q->submit(two_groups);
   wait_timeline(value);
   EXPECT_EQ(b_->download_as<float>(2), (std::vector<float>{1.0f, 2.0f})) << "global x patched to 2";
 
   b_->upload_as<float>({0.0f, 0.0f});
-  value = dev().next_timeline_value();
+  value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> two_threads{1, 2, value};
   q->submit(two_threads);
   wait_timeline(value);
@@ -118,7 +119,7 @@ TEST_P(ConformanceExec, PatchedDimsFuzzedLocalSizes) {
          << local[1] << "x" << local[2];
     SCOPED_TRACE(what.str());
     std::memset(words, 0, kCap * sizeof(uint32_t));
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 7> vars{global[0], global[1], global[2], local[0], local[1], local[2], value};
     q->submit(vars);
     wait_timeline(value);
@@ -177,7 +178,7 @@ TEST_P(ConformanceExec, PatchedKernelValue) {
   q->signal(dev().timeline_signal(), Var{0});
   for (uint32_t add : {5u, 1000u, 0xfffffff0u}) {
     SCOPED_TRACE(testing::Message() << "value " << add);
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 2> vars{value, add};
     q->submit(vars);
     wait_timeline(value);
@@ -194,10 +195,10 @@ TEST_P(ConformanceExec, PatchedKernelBuffers) {
   q->exec(*add_one_, LaunchArgs{{Var{1}, Var{2}}, {2u}}, Dims{1u, 1u, 1u}, Dims{2u, 1u, 1u});
   q->signal(dev().timeline_signal(), Var{0});
 
-  uint64_t value = dev().next_timeline_value();
+  uint64_t value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> b_from_a{value, b_->va(), a_->va()};
   q->submit(b_from_a);
-  value = dev().next_timeline_value();
+  value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 3> c_from_b{value, c.va(), b_->va()};
   q->submit(c_from_b);
   wait_timeline(value);

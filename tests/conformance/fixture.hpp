@@ -17,6 +17,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/hcq.hpp"
 #include "conformance/devices.hpp"
 
@@ -78,10 +79,10 @@ class ConformanceFixture : public ::testing::TestWithParam<std::string> {
   bool has_copy_queue() const { return dev().info().copy_queues > 0; }
 
   // Timeline protocol helpers. wait_previous: q.wait(timeline, timeline_value - 1). signal_next: q.signal(timeline,
-  // next_timeline_value()), returning the value signalled, for wait_timeline().
+  // hcq::test::take_timeline_value()), returning the value signalled, for wait_timeline().
   static void wait_previous(Device& d, HWQueue& q) { q.wait(d.timeline_signal(), d.timeline_value() - 1); }
   static uint64_t signal_next(Device& d, HWQueue& q) {
-    uint64_t value = d.next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(d);
     q.signal(d.timeline_signal(), value);
     return value;
   }

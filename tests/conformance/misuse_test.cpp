@@ -2,6 +2,7 @@
 // crashes, and the device stays usable afterwards (the fixture's TearDown checks it is idle and error-free).
 #include <functional>
 
+#include "common/timeline.hpp"
 #include "conformance/fixture.hpp"
 
 namespace hcq::conformance {
@@ -161,14 +162,14 @@ TEST_P(ConformanceMisuse, PatchedDimsOverDeviceLimits) {
         q->submit(bad);
       } catch (const InvalidArgument& e) {
         r.note(std::string("rejected at submit: ") + e.what());
-        value = dev().next_timeline_value();
+        value = hcq::test::take_timeline_value(dev());
         std::array<uint64_t, 3> good{2, 1, value};
         q->submit(good);
         dev().synchronize();
         r.check(dev().timeline_signal().value() >= value, "the queue runs with good dims after a rejected submit");
         return;
       }
-      dev().next_timeline_value();  // it was submitted: the timeline protocol goes on
+      hcq::test::take_timeline_value(dev());  // it was submitted: the timeline protocol goes on
       try {
         dev().synchronize();
         r.check(false, "the launch with bad dims ran, or was dropped, without any error");
@@ -199,7 +200,7 @@ TEST_P(ConformanceMisuse, SubmitWithoutAVariable) {
   (void)thrown_message<InvalidArgument>([&] { q->submit(short_vars); });
   EXPECT_THROW(q->submit(), InvalidArgument);
 
-  value = dev().next_timeline_value();
+  value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 2> vars{value, 0x600d};
   q->submit(vars);
   wait_timeline(value);
@@ -244,7 +245,7 @@ TEST(ConformanceRegistry, UnknownDeviceName) {
     if (!message) continue;
     EXPECT_NE(message->find("CPU"), std::string::npos) << "the message lists the known names: " << *message;
   }
-  EXPECT_THROW(Buffer("NO-SUCH-DEVICE", 16), InvalidArgument);
+  EXPECT_THROW(Buffer(open_device("NO-SUCH-DEVICE"), 16), InvalidArgument);
 }
 
 TEST(ConformanceRegistry, ConformanceDevicesOpen) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/timeline.hpp"
 #include "conformance/fixture.hpp"
 
 namespace hcq::conformance {
@@ -24,7 +25,7 @@ TEST_P(ConformanceQueueOps, BindWithPatchedWait) {
     EXPECT_TRUE(q->bound());
     for (uint64_t target : {0x30ull, 0x31ull, 0x40ull}) {
       fake->set_value(target);
-      uint64_t value = dev().next_timeline_value();
+      uint64_t value = hcq::test::take_timeline_value(dev());
       std::array<uint64_t, 3> vars{fake->addr(), target, value};
       q->submit(vars);
       wait_timeline(value);
@@ -48,7 +49,7 @@ TEST_P(ConformanceQueueOps, BoundKernelQueueResubmitted) {
   q->signal(dev().timeline_signal(), Var{0});
   q->bind();
   for (uint32_t round = 0; round < 20; ++round) {
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 2> vars{value, round * 3 + 1};
     q->submit(vars);
     wait_timeline(value);
@@ -73,7 +74,7 @@ TEST_P(ConformanceQueueOps, BoundCopyQueueResubmitted) {
   q->bind();
   for (int i = 0; i < kSlots; ++i) {
     // Slot i of dst gets slot (kSlots-1-i) of src.
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 3> vars{value, dst.va() + 8 * i, src.va() + 8 * (kSlots - 1 - i)};
     q->submit(vars);
     wait_timeline(value);
@@ -141,7 +142,7 @@ TEST_P(ConformanceQueueOps, Write32And64) {
     q->write(Var{0} + 12, Var{3} + 1, Width::b32);
     q->signal(dev().timeline_signal(), Var{2});
 
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 4> vars{mem.va() + 32, 0xfedcba9876543210ull, value, 0x76543210};
     q->submit(vars);
     wait_timeline(value);
@@ -207,7 +208,7 @@ TEST_P(ConformanceQueueOps, PollBitPatchedAddress) {
   auto q = dev().compute_queue();
   q->poll_bit(Var{0}, 0x8, /*set=*/true);
   q->signal(dev().timeline_signal(), Var{1});
-  uint64_t value = dev().next_timeline_value();
+  uint64_t value = hcq::test::take_timeline_value(dev());
   std::array<uint64_t, 2> vars{mem.va() + 8, value};
   q->submit(vars);
   wait_timeline(value);  // polls words[2], which has the bit; words[0] would block forever

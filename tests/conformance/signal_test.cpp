@@ -1,5 +1,6 @@
 // Conformance: signal, signal with patched address and value, wait (already satisfied, set late by the host,
 // patched), timestamps. Every test runs on each queue kind the device has.
+#include "common/timeline.hpp"
 #include "conformance/fixture.hpp"
 
 namespace hcq::conformance {
@@ -42,7 +43,7 @@ TEST_P(ConformanceSignal, SignalWithPatchedAddressAndValue) {
     q->signal(Var{0}, Var{1});
 
     for (int round = 0; round < 2; ++round) {
-      uint64_t value = dev().next_timeline_value();
+      uint64_t value = hcq::test::take_timeline_value(dev());
       std::array<uint64_t, 2> vars{dev().timeline_signal().addr(), value};
       q->submit(vars);
       wait_timeline(value);
@@ -123,13 +124,13 @@ TEST_P(ConformanceSignal, WaitPatched) {
     q->wait(Var{0}, Var{1});
     q->signal(dev().timeline_signal(), Var{2});
 
-    uint64_t value = dev().next_timeline_value();
+    uint64_t value = hcq::test::take_timeline_value(dev());
     std::array<uint64_t, 3> vars{fake->addr(), 0x30, value};
     q->submit(vars);
     wait_timeline(value);
 
     // Resubmitted with a value not reached yet: blocked until the host catches up.
-    value = dev().next_timeline_value();
+    value = hcq::test::take_timeline_value(dev());
     vars = {fake->addr(), 0x31, value};
     q->submit(vars);
     EXPECT_TRUE(timeline_blocked_before(value)) << "the patched wait value 0x31 was not applied";

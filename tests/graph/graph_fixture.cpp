@@ -1,3 +1,4 @@
+#include "common/timeline.hpp"
 #include "graph/graph_fixture.hpp"
 
 #include <cctype>
@@ -45,7 +46,7 @@ void run_eager(const std::vector<GraphCall>& calls, std::span<const uint64_t> va
       q->copy(c.dst.eval(vars), c.src.eval(vars), c.size);
       q->signal(d.timeline_signal(), d.timeline_value());
       q->submit();
-      d.next_timeline_value();
+      hcq::test::take_timeline_value(d);
       d.synchronize();
     }
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/error.hpp"
 #include "hcq/signal.hpp"
 #include "nv/rm/abi/ctrl.hpp"
@@ -92,7 +93,7 @@ TEST_P(NvDeviceOnSim, ChannelFaultBecomesTheStickyDeviceFault) {
   f.address = 0x1234000;
   f.reason = "injected";
   m.driver->inject_fault(0, copy_channel, f);
-  q->signal(dev->timeline_signal(), dev->next_timeline_value());
+  q->signal(dev->timeline_signal(), hcq::test::take_timeline_value(*dev));
   q->submit();
   const auto t0 = std::chrono::steady_clock::now();
   std::string first;

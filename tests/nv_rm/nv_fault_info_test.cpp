@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "nv/encode.hpp"
@@ -69,7 +70,7 @@ class NvFaultInfoOnSim : public ::testing::TestWithParam<const char*> {
 
   // Ends the compute queue with a timeline signal, submits it; synchronize must raise a DeviceFault: its message.
   std::string fault_message(HWQueue& q) {
-    q.signal(dev_->timeline_signal(), dev_->next_timeline_value());
+    q.signal(dev_->timeline_signal(), hcq::test::take_timeline_value(*dev_));
     q.submit();
     try {
       dev_->synchronize();

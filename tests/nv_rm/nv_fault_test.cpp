@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
@@ -53,7 +54,7 @@ class NvFaultOnSim : public ::testing::TestWithParam<const char*> {
 
   // Ends `q` with a timeline signal and submits it.
   void submit(HWQueue& q) {
-    q.signal(dev().timeline_signal(), dev().next_timeline_value());
+    q.signal(dev().timeline_signal(), hcq::test::take_timeline_value(dev()));
     q.submit();
   }
 
@@ -251,7 +252,7 @@ TEST(NvPeerOnSim, SecondGpuMapsTheFirstGpusMemory) {
   second->map_memory(a);
   auto q = second->copy_queue();
   q->copy(b.va, a.va, 4096);
-  q->signal(second->timeline_signal(), second->next_timeline_value());
+  q->signal(second->timeline_signal(), hcq::test::take_timeline_value(*second));
   q->submit();
   second->synchronize();
   EXPECT_EQ(std::memcmp(a.host_ptr(), b.host_ptr(), 4096), 0);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/compiler.hpp"
@@ -702,7 +703,7 @@ TEST_P(SimNvGpuBringUp, CopyAndSignalRunThroughTheWholeStack) {
   auto q = dev->copy_queue();
   q->wait(dev->timeline_signal(), dev->timeline_value() - 1);
   q->copy(dst.va, src.va, 4096);
-  const uint64_t value = dev->next_timeline_value();
+  const uint64_t value = hcq::test::take_timeline_value(*dev);
   q->signal(dev->timeline_signal(), value);
   q->submit();
   dev->wait_signal(dev->timeline_signal(), value);
@@ -739,7 +740,7 @@ HCQ_KERNEL(add_one_f32, 2, 1) {
   auto q = dev->compute_queue();
   q->wait(dev->timeline_signal(), dev->timeline_value() - 1);
   q->exec(*prog, LaunchArgs{{out.va, in.va}, {2u}}, Dims{1u, 1u, 1u}, Dims{2u, 1u, 1u});
-  const uint64_t value = dev->next_timeline_value();
+  const uint64_t value = hcq::test::take_timeline_value(*dev);
   q->signal(dev->timeline_signal(), value);
   q->submit();
   dev->wait_signal(dev->timeline_signal(), value);

@@ -6,10 +6,13 @@
 #include <numeric>
 #include <vector>
 
+#include "common/axpb_source.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "hcq/program.hpp"
+#include "hcq/compiler.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq {
@@ -36,7 +39,7 @@ const uint64_t kOddSize =
     HCQAllocator::kDefaultOptions.staging_size * (HCQAllocator::kDefaultOptions.staging_count + 2) + 12345;
 
 TEST(Buffer, AllocatesOnFirstUse) {
-  Buffer b("CPU", 4096);
+  Buffer b(open_device("CPU"), 4096);
   EXPECT_FALSE(b.allocated());
   EXPECT_EQ(b.size(), 4096u);
   EXPECT_EQ(b.device().name(), open_device("CPU").name());
@@ -47,7 +50,7 @@ TEST(Buffer, AllocatesOnFirstUse) {
 }
 
 TEST(Buffer, ViewsShareTheBaseAndSeeEachOthersWrites) {
-  Buffer b("CPU", 8192);
+  Buffer b(open_device("CPU"), 8192);
   Buffer v = b.view(1024, 2048);
   EXPECT_FALSE(v.allocated());
   v.ensure_allocated();
@@ -72,7 +75,7 @@ TEST(Buffer, ViewsShareTheBaseAndSeeEachOthersWrites) {
 TEST(Buffer, CopyinCopyoutRoundTripAcrossStagingChunks) {
   for (uint64_t size : {uint64_t{1}, uint64_t{4096}, HCQAllocator::kDefaultOptions.staging_size, kOddSize}) {
     SCOPED_TRACE(cat(size, " bytes"));
-    Buffer b("CPU", size);
+    Buffer b(open_device("CPU"), size);
     const auto data = pattern(size, static_cast<uint32_t>(size));
     b.copyin(std::span(data));
     EXPECT_EQ(read_all(b), data);
@@ -81,7 +84,7 @@ TEST(Buffer, CopyinCopyoutRoundTripAcrossStagingChunks) {
 
 TEST(Buffer, BackToBackCopyinsLandInOrder) {
   // Each copyin returns before the device copied it; the staging ring must not be refilled under a pending copy.
-  Buffer b("CPU", 64 * 1024);
+  Buffer b(open_device("CPU"), 64 * 1024);
   std::vector<std::byte> last;
   for (uint32_t i = 0; i < 64; ++i) {
     last = pattern(b.size(), i);
@@ -91,7 +94,7 @@ TEST(Buffer, BackToBackCopyinsLandInOrder) {
 
   std::vector<Buffer> many;
   for (uint32_t i = 0; i < 16; ++i) {
-    many.emplace_back("CPU", 100'000 + i);
+    many.emplace_back(open_device("CPU"), 100'000 + i);
     const auto d = pattern(many.back().size(), 100 + i);
     many.back().copyin(std::span(d));
   }
@@ -99,13 +102,13 @@ TEST(Buffer, BackToBackCopyinsLandInOrder) {
 }
 
 TEST(Buffer, CopyFromOnOneDevice) {
-  Buffer a("CPU", kOddSize), b("CPU", kOddSize);
+  Buffer a(open_device("CPU"), kOddSize), b(open_device("CPU"), kOddSize);
   const auto data = pattern(kOddSize, 7);
   a.copyin(std::span(data));
   b.copy_from(a);
   EXPECT_EQ(read_all(b), data);
 
-  Buffer whole("CPU", 4 * 4096);
+  Buffer whole(open_device("CPU"), 4 * 4096);
   const auto zeros = std::vector<std::byte>(4 * 4096);
   whole.copyin(std::span(zeros));
   Buffer left = whole.view(0, 4096), right = whole.view(3 * 4096, 4096);
@@ -157,7 +160,7 @@ TEST(Buffer, MemoryGoesBackToTheCacheWhenTheLastViewGoes) {
 }
 
 TEST(Buffer, BadRangesThrowInvalidArgument) {
-  Buffer b("CPU", 4096);
+  Buffer b(open_device("CPU"), 4096);
   EXPECT_THROW(b.view(4096, 1), InvalidArgument);
   EXPECT_THROW(b.view(1, 4096), InvalidArgument);
   EXPECT_THROW(b.view(UINT64_MAX, 2), InvalidArgument);
@@ -173,13 +176,13 @@ TEST(Buffer, BadRangesThrowInvalidArgument) {
   EXPECT_THROW(b.copyout(std::span(small)), InvalidArgument);
   EXPECT_THROW(v.copyout(std::span(big)), InvalidArgument);
 
-  Buffer other("CPU", 2048);
+  Buffer other(open_device("CPU"), 2048);
   EXPECT_THROW(b.copy_from(other), InvalidArgument);
   Buffer a1 = b.view(0, 2048), a2 = b.view(1024, 2048);
   EXPECT_THROW(a1.copy_from(a2), InvalidArgument) << "overlapping views of one buffer";
 
-  EXPECT_THROW(Buffer("CPU", 0), InvalidArgument);
-  EXPECT_THROW(Buffer("NO-SUCH-DEVICE", 16), InvalidArgument);
+  EXPECT_THROW(Buffer(open_device("CPU"), 0), InvalidArgument);
+  EXPECT_THROW(Buffer(open_device("NO-SUCH-DEVICE"), 16), InvalidArgument);
 }
 
 TEST(Buffer, AllocatorRangeChecksNameTheNumbers) {
@@ -220,13 +223,44 @@ TEST(Buffer, StagingIsReusableAfterTheTimelineRestarts) {
 }
 
 TEST(Buffer, TypedCopies) {
-  Buffer b("CPU", 1000 * sizeof(float));
+  Buffer b(open_device("CPU"), 1000 * sizeof(float));
   std::vector<float> in(1000);
   std::iota(in.begin(), in.end(), 0.5f);
   b.copyin(std::span<const float>(in));
   std::vector<float> out(1000);
   b.copyout(std::span<float>(out));
   EXPECT_EQ(in, out);
+}
+
+// A buffer and a program keep the device the registry opened: closing every device (as the registry does at exit,
+// possibly before a cache of buffers is destroyed) leaves them usable, and the device closes when the last goes.
+TEST(Buffer, KeepsItsDeviceOpenAfterCloseAllDevices) {
+  Device& dev = open_device("CPU");
+  const std::weak_ptr<Device> watch = dev.weak_from_this();
+  ASSERT_FALSE(watch.expired()) << "the registry shares its devices";
+  auto in = std::make_unique<Buffer>(dev, 64 * sizeof(float));
+  auto out = std::make_unique<Buffer>(dev, 64 * sizeof(float));
+  std::vector<float> values(64);
+  std::iota(values.begin(), values.end(), 1.0f);
+  in->copyin(std::span<const float>(values));
+  std::unique_ptr<Program> axpb = dev.load_program("axpb", dev.compiler().compile_cached(test::kAxpbSource));
+
+  close_all_devices();
+  ASSERT_FALSE(watch.expired()) << "the buffers and the program keep CPU:0 open";
+  EXPECT_NE(&open_device("CPU"), &dev) << "the registry opens a new CPU:0";
+
+  const Buffer* bufs[] = {out.get(), in.get()};
+  const uint32_t vals[] = {64, 2, 1};
+  axpb->launch(bufs, vals, {1, 1, 1}, {64, 1, 1}).wait();
+  std::vector<float> got(64);
+  out->copyout(std::span<float>(got));
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], values[i] * 2 + 1) << "element " << i;
+
+  in.reset();
+  axpb.reset();
+  EXPECT_FALSE(watch.expired()) << "one buffer still holds it";
+  out.reset();
+  EXPECT_TRUE(watch.expired()) << "the last holder closed it";
 }
 
 }  // namespace

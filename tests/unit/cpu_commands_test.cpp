@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "../../drivers/cpu/cpu_commands.hpp"
 #include "../../drivers/cpu/cpu_device.hpp"
 #include "../../drivers/cpu/cpu_ring.hpp"
@@ -137,7 +138,7 @@ TEST_F(CpuDeviceTest, CopyFromUnmappedAddressFaultsTheQueue) {
   auto q = dev_->copy_queue();
   q->copy(dst.va, dangling + 16, 64).signal(dev_->timeline_signal(), dev_->timeline_value());
   q->submit();
-  dev_->next_timeline_value();
+  hcq::test::take_timeline_value(*dev_);
 
   for (int attempt = 0; attempt < 2; ++attempt) {  // sticky: reported every time
     try {
@@ -177,7 +178,7 @@ TEST_F(CpuDeviceTest, ExecWithAFreedBufferFaultsInsteadOfCrashing) {
   q->exec(*program, LaunchArgs{{a.va, dangling}, {Sym(4u)}}, Dims{1u, 1u, 1u}, Dims{4u, 1u, 1u})
       .signal(dev_->timeline_signal(), dev_->timeline_value());
   q->submit();
-  dev_->next_timeline_value();
+  hcq::test::take_timeline_value(*dev_);
   try {
     dev_->synchronize();
     FAIL() << "no fault";

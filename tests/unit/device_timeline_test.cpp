@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
@@ -49,7 +50,7 @@ class FakeDevice final : public Device {
 
   // What a submission does on the "hardware": take the next value and signal it at once.
   uint64_t run_one() {
-    uint64_t v = next_timeline_value();
+    uint64_t v = hcq::test::take_timeline_value(*this);
     timeline_signal().set_value(v);
     return v;
   }
@@ -67,15 +68,15 @@ TEST_F(DeviceTimelineTest, StartsAtOneAndAdvances) {
   EXPECT_EQ(dev.timeline_value(), 1u);
   EXPECT_EQ(dev.timeline_signal().value(), 0u);
   EXPECT_EQ(dev.timeline_signal().label(), "FAKE:0 timeline");
-  EXPECT_EQ(dev.next_timeline_value(), 1u);
-  EXPECT_EQ(dev.next_timeline_value(), 2u);
+  EXPECT_EQ(hcq::test::take_timeline_value(dev), 1u);
+  EXPECT_EQ(hcq::test::take_timeline_value(dev), 2u);
   EXPECT_EQ(dev.timeline_value(), 3u);
   dev.timeline_signal().set_value(2);  // the "hardware" finishes both, or teardown would wait for them
 }
 
 TEST_F(DeviceTimelineTest, SynchronizeWaitsForTheLastValue) {
   dev.run_one();
-  uint64_t last = dev.next_timeline_value();  // submitted, not yet done
+  uint64_t last = hcq::test::take_timeline_value(dev);  // submitted, not yet done
   std::atomic<bool> done{false};
   std::thread hardware([&] {
     std::this_thread::sleep_for(milliseconds(10));
@@ -106,7 +107,7 @@ TEST_F(DeviceTimelineTest, SynchronizeRethrowsTheFirstErrorEveryTime) {
 }
 
 TEST_F(DeviceTimelineTest, AFaultEndsAWaitAtOnce) {
-  dev.next_timeline_value();  // submitted, and the "hardware" will never finish it
+  hcq::test::take_timeline_value(dev);  // submitted, and the "hardware" will never finish it
   std::thread hardware([&] {
     std::this_thread::sleep_for(milliseconds(10));
     dev.record_error(std::make_exception_ptr(DeviceFault("FAKE:0: queue 0 faulted")));
@@ -190,7 +191,7 @@ bool overlaps(const SideBlock& x, const SideBlock& y) { return x.va < y.va + y.s
 
 TEST_F(DeviceTimelineTest, FreedSideMemoryWaitsForTheTimeline) {
   SideBlock a = dev.alloc_side(4096);
-  uint64_t in_flight = dev.next_timeline_value();  // a submission reading `a`, not finished
+  uint64_t in_flight = hcq::test::take_timeline_value(dev);  // a submission reading `a`, not finished
   dev.free_side(a);
   std::vector<SideBlock> meanwhile;  // 2.4 MiB: more than the chunk `a` came from
   for (int i = 0; i < 600; ++i) {
@@ -213,7 +214,7 @@ TEST_F(DeviceTimelineTest, FreedSideMemoryWaitsForTheTimeline) {
 TEST_F(DeviceTimelineTest, SynchronizeFreesAllDeferredSideMemory) {
   std::vector<SideBlock> blocks;
   for (int i = 0; i < 600; ++i) blocks.push_back(dev.alloc_side(4096));
-  dev.next_timeline_value();  // a submission reading them, finished only by synchronize
+  hcq::test::take_timeline_value(dev);  // a submission reading them, finished only by synchronize
   for (const SideBlock& b : blocks) dev.free_side(b);
   dev.timeline_signal().set_value(dev.timeline_value() - 1);  // what the hardware does before synchronize returns
   dev.synchronize();

@@ -1,5 +1,6 @@
 // HWQueue builder: validation, finalize rules, patch-only-what-changed and the completion wait, against a small
 // fake backend whose "commands" are opcode + operand words and whose "device" is the test itself.
+#include "common/timeline.hpp"
 #include "hcq/hw_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -407,7 +408,7 @@ TEST_F(HWQueueTest, InFlightCompletionSignalOutlivesTheQueue) {
   q->submit(std::vector<uint64_t>{1});
   const uint64_t completion_addr = q->submissions[0].completion_addr;
   const size_t live = process().signals.live_count();
-  dev.next_timeline_value();  // the submission belongs to timeline value 1
+  hcq::test::take_timeline_value(dev);  // the submission belongs to timeline value 1
   q.reset();                  // must not block, and must not free a slot the device will still write
   EXPECT_EQ(process().signals.live_count(), live);
 

@@ -29,10 +29,11 @@ class HostCopyAllocator : public Allocator {
   void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) override {
     std::memcpy(dst.data(), static_cast<const std::byte*>(src.host_ptr()) + offset, dst.size());
   }
-  void transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
-                uint64_t size) override {
+  Completion transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                      uint64_t size) override {
     std::memcpy(static_cast<std::byte*>(dst.host_ptr()) + dst_off,
                 static_cast<const std::byte*>(src.host_ptr()) + src_off, size);
+    return Completion();
   }
 };
 

@@ -172,10 +172,12 @@ void measure_launch_bound(Device& dev, const Program& empty, const Config& cfg, 
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(cfg.launch_runs));
   for (int i = 0; i < cfg.launch_warmup + cfg.launch_runs; ++i) {
-    const uint64_t value = dev.next_timeline_value();
-    const std::array<uint64_t, 2> vars{value - 1, value};
     const auto t0 = Clock::now();
+    Device::TimelineSlot slot = dev.reserve_timeline();
+    const uint64_t value = slot.signal_value();
+    const std::array<uint64_t, 2> vars{slot.wait_value(), value};
     q->submit(vars);
+    slot.commit();
     dev.wait_signal(dev.timeline_signal(), value);
     const auto t1 = Clock::now();
     if (i >= cfg.launch_warmup) samples.push_back(elapsed_us(t0, t1));
@@ -191,15 +193,13 @@ void measure_enqueue_fresh(Device& dev, const Program& args_program, uint64_t bu
   const LaunchArgs args{{Sym(buffer_va)}, {Sym(7)}};
   std::vector<double> per_command_ns;
   for (int i = 0; i < cfg.enqueue_warmup + cfg.enqueue_runs; ++i) {
-    const uint64_t value = dev.next_timeline_value();
     const auto t0 = Clock::now();
     std::unique_ptr<HWQueue> q = dev.compute_queue();
-    q->wait(dev.timeline_signal(), value - 1);
-    for (int k = 0; k < cfg.execs_per_queue; ++k) q->exec(args_program, args, {1, 1, 1}, {1, 1, 1});
-    q->signal(dev.timeline_signal(), value);
-    q->submit();
+    const Completion done = dev.submit(*q, [&](HWQueue& b) {
+      for (int k = 0; k < cfg.execs_per_queue; ++k) b.exec(args_program, args, {1, 1, 1}, {1, 1, 1});
+    });
     const auto t1 = Clock::now();
-    dev.wait_signal(dev.timeline_signal(), value);
+    done.wait();
     if (i >= cfg.enqueue_warmup) {
       per_command_ns.push_back(elapsed_us(t0, t1) * 1e3 / static_cast<double>(q->num_commands()));
     }
@@ -222,11 +222,13 @@ void measure_enqueue_bound(Device& dev, const Program& args_program, std::array<
 
   std::vector<double> per_command_ns;
   for (int i = 0; i < cfg.enqueue_warmup + cfg.enqueue_runs; ++i) {
-    const uint64_t value = dev.next_timeline_value();
     const auto odd = static_cast<uint64_t>(i & 1);
-    const std::array<uint64_t, 5> vars{value - 1, value, buffer_vas[odd], static_cast<uint64_t>(i), 1 + odd};
     const auto t0 = Clock::now();
+    Device::TimelineSlot slot = dev.reserve_timeline();
+    const uint64_t value = slot.signal_value();
+    const std::array<uint64_t, 5> vars{slot.wait_value(), value, buffer_vas[odd], static_cast<uint64_t>(i), 1 + odd};
     q->submit(vars);
+    slot.commit();
     const auto t1 = Clock::now();
     dev.wait_signal(dev.timeline_signal(), value);
     if (i >= cfg.enqueue_warmup) {
