@@ -1,6 +1,6 @@
 // Host cost of encoding one complete kernel launch through the public queue API, per device kind: a fresh queue,
 // then wait + memory_barrier + exec (one buffer, one value, constant operands) + signal, not submitted. This is what
-// `hcq bench` reports as encode_ns (issues 3 and 4: <= 200 ns); the Time column is per launch.
+// `hcq bench` reports as encode_ns (the GPU encoders' budget: <= 200 ns); the Time column is per launch.
 //
 // Yardstick, in the same binary and run: a fresh std::vector<uint32_t> given a memcpy of as many command words as
 // the device's launch has, i.e. one heap allocation plus a copy of the bytes, the least any builder that owns its

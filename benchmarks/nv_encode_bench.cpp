@@ -1,5 +1,5 @@
-// Host cost of encoding one complete NVIDIA kernel launch, the budget being 200 ns: wait for the timeline
-// (SEM_EXECUTE acquire), memory barrier (INVALIDATE_SHADER_CACHES_NO_WFI), the QMD (the program's prebuilt QMD
+// Host cost of encoding one complete NVIDIA kernel launch, the GPU encoders' budget being 200 ns: wait for the
+// timeline (SEM_EXECUTE acquire), memory barrier (INVALIDATE_SHADER_CACHES_NO_WFI), the QMD (the program's prebuilt QMD
 // copied into kernarg memory, then constant bank 0, grid and block), the launch (SEND_PCAS_A +
 // SEND_SIGNALING_PCAS2_B) and the signal folded into the QMD's release semaphore. Per architecture (QMD V3 and V5),
 // with constant operands and with symbolic ones reported to a patch sink (what a graph-recorded queue does).

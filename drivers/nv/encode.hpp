@@ -33,7 +33,7 @@ using hcq::WordWriter;
 struct EncoderPlan;
 
 // The most bytes hcq moves with one LAUNCH_DMA. LINE_LENGTH_IN is a 32-bit byte count (so < 4 GiB); hcq splits at
-// 2 GiB, as the issue asks and tinygrad does, so every piece's length is positive as a signed 32-bit value too.
+// 2 GiB, as tinygrad does, so every piece's length is positive as a signed 32-bit value too.
 inline constexpr uint64_t kMaxCopyBytes = uint64_t{1} << 31;
 
 // Appends methods for one channel of `arch` to `words`. Host methods go on subchannel 0, compute methods on

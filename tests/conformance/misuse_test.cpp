@@ -1,4 +1,4 @@
-// Conformance: bad input (issue 2, "Bad input"). Each misuse gives a typed error with a clear message; nothing
+// Conformance: bad input from a user. Each misuse gives a typed error with a clear message; nothing
 // crashes, and the device stays usable afterwards (the fixture's TearDown checks it is idle and error-free).
 #include <functional>
 

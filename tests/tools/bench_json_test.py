@@ -57,7 +57,8 @@ def main():
     hcq = sys.argv[1]
     for device in DEVICES:
         check_json(hcq, device)
-    # Copies: issue 2's 80 % of memcpy on the CPU device, issues 3 and 4's 50 % on the simulated GPUs.
+    # Copies reach 80 % of memcpy on the CPU device and 50 % on the simulated GPUs, whose copy engine is a host
+    # thread beside the host's own memcpy.
     check_table(hcq, "CPU", 80)
     check_table(hcq, "SIM-AMD:gfx1100", 50)
     check_table(hcq, "SIM-NV:hopper", 50)

@@ -1,11 +1,12 @@
-// `hcq bench`: the numbers issue 2 sets targets for, per device.
+// `hcq bench`: the host-side costs a user of hcq pays, per device, each beside the target it is held to.
 //   launch_us    an empty kernel launched eagerly (Program::operator(): build a queue, submit) until the host sees
 //                its timeline value; median and p99 after warm-up. launch_bound_us is the same round trip for a
 //                bound queue resubmitted with the timeline values patched: the path a replayed graph takes.
 //   enqueue_ns   host cost per command: (a) building a fresh queue and submitting it, (b) resubmitting a bound
 //                queue with every variable changed. Completion is awaited outside the timed region.
 //   encode_ns    host time to build (not submit) one complete kernel launch, wait + memory_barrier + exec + signal,
-//                on a fresh queue each time (creating it included); median over batches (issues 3 and 4: <= 200 ns).
+//                on a fresh queue each time (creating it included); median over batches (the GPU encoders' budget:
+//                <= 200 ns).
 //   copy_gbps    64 MiB host->device, device->host, device->device through Buffer and the device's allocator,
 //                next to memcpy_gbps: a plain host memcpy of the same size in the same run, the yardstick.
 #include <array>
@@ -55,7 +56,7 @@ constexpr const char* kBenchHelp =
     "               eager_per_kernel_ns: the 256 calls launched eagerly, per call\n"
     "  cuda_launch_us on a real NVIDIA GPU (NV:n) with libcuda.so.1: CUDA's cuLaunchKernel + cuStreamSynchronize of\n"
     "               the same cubin, timed like launch_us in the same run (absent elsewhere; the table says why)\n"
-    "Targets (issue 2) are printed beside the numbers.\n"
+    "Each number is printed beside its target and whether it is met.\n"
     "\n"
     "  --device D   only device D (e.g. CPU, CPU:1)\n"
     "  --json       one JSON document: {\"devices\": [{\"name\", \"launch_us\", \"launch_bound_us\", \"enqueue_ns\",\n"
@@ -68,15 +69,17 @@ constexpr const char* kBenchHelp =
 using Clock = std::chrono::steady_clock;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Targets from issue 2. The launch target is the CPU device's; the others hold for every device, except copies on
-// a simulated GPU, whose target is issue 3's and 4's: its copy engine is a host thread beside the host's own memcpy.
+// The CPU device's launch budget (an eager launch, seen complete by the host). The bound-queue resubmit and the copy
+// targets hold for every device, except copies on a simulated GPU, which reach half of memcpy: its copy engine is a
+// host thread running beside the host's own memcpy.
 constexpr double kCpuLaunchMedianTargetUs = 2.0;
 constexpr double kBoundEnqueueTargetNs = 50.0;
 constexpr double kCopyToMemcpyTarget = 0.80;
 constexpr double kSimulatedCopyToMemcpyTarget = 0.50;
-// Target from issues 3 and 4 (AMD, NVIDIA): one complete launch encoded in at most this much host time.
+// The AMD and NVIDIA encoders' budget: one complete launch encoded in at most this much host time.
 constexpr double kEncodeTargetNs = 200.0;
-// Targets from issue 5 (graph replay).
+// Graph replay's budget: per kernel and fixed host time of one replay, and how much cheaper than the same kernels
+// launched eagerly it must be.
 constexpr double kGraphPerKernelTargetNs = 50.0;
 constexpr double kGraphFixedTargetUs = 2.0;
 constexpr double kGraphEagerRatioTarget = 20.0;

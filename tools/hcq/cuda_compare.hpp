@@ -1,5 +1,5 @@
-// CUDA's launch latency beside hcq's, for `hcq bench` on a real NVIDIA GPU (issue 4: "launch latency measured side
-// by side with CUDA's cuLaunchKernel in the same run").
+// CUDA's launch latency beside hcq's, for `hcq bench` on a real NVIDIA GPU: the same empty kernel launched through
+// cuLaunchKernel in the same run, so the two numbers share a machine, a clock and a moment.
 //
 // libcuda.so.1 is opened with dlopen here and only here: hcq has no link dependency on CUDA, and a machine without
 // it loses this one comparison, nothing else. On the GPU hcq measured (matched by UUID), the primary context is
