@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "kernel_abi.h"
+#include "hcq/kernel_abi.h"
 
 namespace hcq::cpu {
 
