@@ -10,7 +10,7 @@
 #include "hcq/knobs.hpp"
 #include "common/subprocess.hpp"
 #include "hcq/backend/os.hpp"
-#include "kernel_abi_text.hpp"
+#include "common/kernel_abi_text.hpp"
 
 namespace hcq::cpu {
 namespace {
@@ -69,7 +69,7 @@ std::string CpuCompiler::options() const {
   std::string s;
   for (const std::string& f : cpu_compile_flags()) s += (s.empty() ? "" : " ") + f;
   // The prelude is part of every kernel: a changed ABI must never be served a binary cached for the old one.
-  return s + "\nprelude:\n" + kKernelAbiSource;
+  return s + "\nprelude:\n" + drivers::kKernelAbiText;
 }
 
 std::string CpuCompiler::identity() const {
@@ -95,7 +95,7 @@ std::vector<uint8_t> CpuCompiler::compile(std::string_view source) {
   args.insert(args.end(), {"-c", "-", "-o", "-"});
 
   // #line keeps diagnostics pointing at the user's own lines, not at the prepended ABI.
-  std::string text = kKernelAbiSource;
+  std::string text = drivers::kKernelAbiText;
   text += "\n#line 1 \"kernel.c\"\n";
   text += source;
 

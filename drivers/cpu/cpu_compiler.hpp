@@ -1,5 +1,5 @@
 // The CPU device's compiler: kernel C source -> relocatable x86-64 ELF object, by running knobs::cpu_cc() (clang-19)
-// as a subprocess. The kernel ABI text (kernel_abi.h) is prepended to every source.
+// as a subprocess. The kernel ABI text (include/hcq/kernel_abi.h) is prepended to every source.
 #pragma once
 
 #include <mutex>

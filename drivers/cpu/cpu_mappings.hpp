@@ -13,17 +13,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "kernel_abi.h"
+#include "host_kernel.hpp"  // KernelEntry
 
 namespace hcq::cpu {
-
-using KernelFn = void (*)(const hcq_dispatch*);
-
-struct KernelEntry {
-  KernelFn fn = nullptr;
-  uint32_t nbufs = 0;
-  uint32_t nvals = 0;
-};
 
 class CpuMappings {
  public:

@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "cpu_commands.hpp"
-#include "cpu_grid.hpp"
 #include "cpu_limits.hpp"
 #include "cpu_thread_pool.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "host_kernel.hpp"
 
 namespace hcq::cpu {
 namespace {

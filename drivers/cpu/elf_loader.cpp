@@ -305,7 +305,7 @@ uint64_t resolve_host_symbol(std::string_view name) {
     uint64_t addr;
   };
   auto addr = [](auto fn) { return reinterpret_cast<uint64_t>(fn); };
-  // Keep in sync with the declarations at the end of kernel_abi.h.
+  // Keep in sync with the declarations of the host section of include/hcq/kernel_abi.h.
   static const Entry table[] = {
       {"memcpy", addr(&::memcpy)},   {"memmove", addr(&::memmove)},   {"memset", addr(&::memset)},
       {"sqrtf", addr(F1(::sqrtf))},  {"sinf", addr(F1(::sinf))},      {"cosf", addr(F1(::cosf))},

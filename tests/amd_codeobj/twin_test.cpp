@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "amd/codeobj/code_object.hpp"
-#include "cpu_compiler.hpp"
-#include "cpu_thread_pool.hpp"
+#include "cpu/cpu_compiler.hpp"
+#include "cpu/cpu_thread_pool.hpp"
 #include "../common/message_of.hpp"
 #include "../common/twin_memory.hpp"
 #include "hcq/error.hpp"

@@ -12,7 +12,7 @@
 namespace hcq::conformance {
 namespace {
 
-// CPU kernels use the ABI of drivers/cpu/kernel_abi.h (the CPU compiler prepends it): one HCQ_KERNEL call per
+// CPU kernels use the ABI of include/hcq/kernel_abi.h (the CPU compiler prepends it): one HCQ_KERNEL call per
 // workgroup, HCQ_FOR_EACH_THREAD looping over the workgroup's threads.
 ConformanceKernels cpu_kernels() {
   ConformanceKernels k;
@@ -135,11 +135,11 @@ const DeviceKind& device_kind(const std::string& interface) {
   static const std::map<std::string, DeviceKind> kinds = {
       {"cpu", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
       // AMD GPUs (real KFD and the simulated one): the AMD compiler takes the same C source as the CPU device
-      // (drivers/amd/compiler/amd_kernel_abi.h defines the same macros). WAIT_REG_MEM/POLL_REGMEM compare 32 bits.
+      // (include/hcq/kernel_abi.h has an AMDGPU section). WAIT_REG_MEM/POLL_REGMEM compare 32 bits.
       {"kfd", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/false}},
       {"sim-kfd", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/false}},
       // NVIDIA GPUs (real RM and the simulated one): NvCompiler takes the same C source through NVRTC
-      // (drivers/nv/compiler/nv_kernel_abi.h defines the same macros). Host semaphore acquires compare 64 bits.
+      // (include/hcq/kernel_abi.h has an NVRTC section). Host semaphore acquires compare 64 bits.
       {"rm", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
       {"sim-rm", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
   };

@@ -5,7 +5,7 @@
 // Blackwell (QMD V5).
 #include <optional>
 
-#include "cpu_compiler.hpp"
+#include "cpu/cpu_compiler.hpp"
 #include "engine_fixture.hpp"
 #include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"

@@ -11,9 +11,9 @@
 
 #include "../../drivers/cpu/cpu_compiler.hpp"
 #include "../../drivers/cpu/elf_loader.hpp"
-#include "../../drivers/cpu/kernel_abi.h"
 #include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/kernel_abi.h"
 
 namespace hcq::cpu {
 namespace {

@@ -196,7 +196,7 @@ CudaComparison compare_cuda_launch(const CudaLaunchRequest& request) {
   Undo destroy_stream{[&] { cu.stream_destroy(stream); }};
 
   // The kernel's one parameter is hcq's argument block (8 zero bytes for a kernel without arguments,
-  // drivers/nv/compiler/nv_kernel_abi.h). CUDA copies as many bytes as the parameter has; the block is larger than
+  // include/hcq/kernel_abi.h). CUDA copies as many bytes as the parameter has; the block is larger than
   // any the request allows, so that copy never reads past it.
   alignas(16) static constexpr std::array<uint64_t, 32> kZeroBlock{};
   void* params[] = {const_cast<uint64_t*>(kZeroBlock.data())};

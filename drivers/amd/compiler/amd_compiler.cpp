@@ -28,9 +28,10 @@
 #include <optional>
 
 #include "amd/codeobj/code_object.hpp"
-#include "amd/compiler/amd_kernel_abi_text.hpp"
+#include "common/kernel_abi_text.hpp"
 #include "common/subprocess.hpp"
 #include "hcq/error.hpp"
+#include "hcq/kernel_abi.h"
 
 namespace hcq::amd {
 namespace {
@@ -38,7 +39,6 @@ namespace {
 constexpr const char* kTriple = "amdgcn-amd-amdhsa";
 constexpr int kCodeObjectVersion = 500;  // the module flag's encoding of code object v5
 constexpr const char* kSourceSection = ".hcq.source";
-constexpr uint32_t kHcqKernelMagic = 0x4b514348u;  // HCQ_KERNEL_MAGIC of the kernel ABI
 
 void init_llvm_once() {
   static std::once_flag once;
@@ -93,7 +93,7 @@ std::optional<std::pair<uint32_t, uint32_t>> read_desc(const llvm::GlobalVariabl
     if (!ci || ci->getBitWidth() != 32) return std::nullopt;
     v[i] = ci->getZExtValue();
   }
-  if (v[0] != kHcqKernelMagic) return std::nullopt;
+  if (v[0] != HCQ_KERNEL_MAGIC) return std::nullopt;
   return std::pair<uint32_t, uint32_t>{static_cast<uint32_t>(v[1]), static_cast<uint32_t>(v[2])};
 }
 
@@ -148,7 +148,7 @@ std::string AmdCompiler::options() const {
     for (const std::string& f : c_flags()) s += " " + f;
     // The prelude is part of every C kernel: a changed ABI must not be served a cached binary built for the old one.
     uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-    for (const char* c = kAmdKernelAbiSource; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+    for (const char* c = drivers::kKernelAbiText; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
     s += cat(" prelude=", hex(h));
   }
   return s + " | ir: O2 codegen=Default reloc=pic cov5 +.hcq.source | link: -shared --no-undefined";
@@ -175,7 +175,7 @@ std::string AmdCompiler::c_to_ir(std::string_view source) const {
   std::vector<std::string> args{tools_.clang};
   for (const std::string& f : c_flags()) args.push_back(f);
   args.insert(args.end(), {"-o", "-", "-"});
-  std::string text = kAmdKernelAbiSource;
+  std::string text = drivers::kKernelAbiText;
   text += "\n#line 1 \"kernel.c\"\n";
   text += source;
   const drivers::ToolResult r = drivers::run_tool(args, text);

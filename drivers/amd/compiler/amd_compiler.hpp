@@ -1,7 +1,7 @@
 // The AMD compiler: kernel source -> AMDHSA code object (code object v5, ELF shared object) for one gfx target.
 //
 //   C kernel source (the hcq kernel ABI, same source as the CPU device)
-//     -- clang-19 subprocess, with amd_kernel_abi.h prepended: -target amdgcn-amd-amdhsa -mcpu=<gfx> -O2 -emit-llvm
+//     -- clang-19 subprocess, with hcq/kernel_abi.h prepended: -target amdgcn-amd-amdhsa -mcpu=<gfx> -O2 -emit-llvm
 //   LLVM IR
 //     -- in-process, LLVM 19 libraries: HCQ_KERNEL functions become amdgpu_kernels with typed arguments, O2, codegen
 //   relocatable object

@@ -7,7 +7,7 @@
 //
 // Kernarg layout (the AMD compiler's ABI): num_bufs() 8-byte buffer addresses, then num_vals() 32-bit values, then
 // the launch block (u32 num_groups[3], u32 local_size[3]: what HCQ_NUM_GROUPS / HCQ_LOCAL_SIZE read, see
-// compiler/amd_kernel_abi.h), in a segment of kernarg_bytes() bytes, kernarg_segment_align() aligned. The code
+// hcq/kernel_abi.h), in a segment of kernarg_bytes() bytes, kernarg_segment_align() aligned. The code
 // object's kernarg_segment_size covers the explicit arguments (and any hidden ones of hand-written IR kernels).
 #pragma once
 

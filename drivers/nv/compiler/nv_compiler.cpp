@@ -1,7 +1,7 @@
 #include "nv/compiler/nv_compiler.hpp"
 
+#include "common/kernel_abi_text.hpp"
 #include "hcq/error.hpp"
-#include "nv/compiler/nv_kernel_abi_text.hpp"
 #include "nv/compiler/nvrtc.hpp"
 #include "nv/cubin/cubin.hpp"
 
@@ -44,7 +44,7 @@ std::vector<std::string> NvCompiler::nvrtc_options() const {
 std::string NvCompiler::options() const {
   std::string s = "lang=c";
   for (const std::string& o : nvrtc_options()) s += " " + o;
-  return s + cat(" prelude=", hex(fnv1a(kNvKernelAbiSource)), " +.hcq.source");
+  return s + cat(" prelude=", hex(fnv1a(drivers::kKernelAbiText)), " +.hcq.source");
 }
 
 std::string NvCompiler::identity() const {
@@ -60,7 +60,7 @@ std::vector<uint8_t> NvCompiler::compile(std::string_view source) {
   if (arch_.size() < 4 || arch_.compare(0, 3, "sm_") != 0)
     throw CompileError(cat("NV compiler: target '", arch_, "' is not an SM version like sm_90"));
   const Nvrtc& n = nvrtc();
-  std::string text = kNvKernelAbiSource;
+  std::string text = drivers::kKernelAbiText;
   text += "\n#line 1 \"kernel.c\"\n";
   text += source;
   const Nvrtc::Result r = n.compile(text, "kernel.cu", nvrtc_options());

@@ -1,7 +1,7 @@
 // The NV compiler: hcq kernel source -> cubin for one SM version, with NVRTC loaded at run time.
 //
 //   C kernel source (the hcq kernel ABI, same source as the CPU and AMD devices)
-//     -- nv_kernel_abi.h prepended, compiled as CUDA C++ by NVRTC: --gpu-architecture=sm_XX -default-device
+//     -- hcq/kernel_abi.h prepended, compiled as CUDA C++ by NVRTC: --gpu-architecture=sm_XX -default-device
 //   cubin (ELF64 EM_CUDA executable)
 //     -- checked by the cubin loader (it must load, for the asked SM), then `.hcq.source` appended
 //   cubin + source

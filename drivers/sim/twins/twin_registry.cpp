@@ -6,11 +6,12 @@
 #include <mutex>
 
 #include "amd/codeobj/code_object.hpp"
-#include "cpu_grid.hpp"
-#include "cpu_thread_pool.hpp"
-#include "elf_loader.hpp"
+#include "cpu/cpu_thread_pool.hpp"
+#include "cpu/elf_loader.hpp"
+#include "cpu/host_kernel.hpp"
 #include "hcq/compiler.hpp"
 #include "hcq/error.hpp"
+#include "hcq/kernel_abi.h"
 
 namespace hcq::sim {
 namespace {

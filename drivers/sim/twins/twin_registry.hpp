@@ -1,5 +1,5 @@
-// Host twins: how the simulated GPUs run a kernel. A twin is a CPU build of the same kernel source (the CPU
-// device's kernel ABI, drivers/cpu/kernel_abi.h), registered under the identity of the GPU binary it stands for
+// Host twins: how the simulated GPUs run a kernel. A twin is a CPU build of the same kernel source (the host section
+// of the kernel ABI, include/hcq/kernel_abi.h), registered under the identity of the GPU binary it stands for
 // (amd::CodeObject::identity(), nv::Cubin::identity()) and the kernel's name. A dispatch names the kernel by the
 // address the GPU was told (COMPUTE_PGM_LO/HI or the QMD's program address: its first instruction; AQL
 // kernel_object: its descriptor); the registry knows which image lives at which GPU VA, finds the twin and runs it
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cpu_mappings.hpp"  // cpu::KernelFn, cpu::KernelEntry (the CPU kernel ABI)
+#include "cpu/host_kernel.hpp"  // cpu::KernelEntry: what the CPU backend publishes for host twins
 
 namespace hcq {
 class Compiler;

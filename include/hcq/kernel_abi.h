@@ -1,0 +1,257 @@
+/*
+ * The hcq kernel ABI: how a kernel is written once and built for every device. Each kernel compiler prepends the
+ * text of this file to the kernel source (it is embedded into the library at build time, so the installed header
+ * and what the compilers use cannot drift apart), then `#line 1 "kernel.c"` so diagnostics point at the user's
+ * lines. C++ code (loaders, the simulators' host twins, tests) includes it for hcq_kernel_desc, HCQ_KERNEL_MAGIC and
+ * the host dispatch layout. docs/kernel-abi.md is the reference.
+ *
+ * A kernel is a function over one workgroup:
+ *
+ *   HCQ_KERNEL(add1, 2, 1) {                       // name, number of buffers, number of 32-bit values
+ *     HCQ_FOR_EACH_THREAD(x, y, z) {                // binds this workgroup's local ids
+ *       uint32_t i = HCQ_GLOBAL_ID(0, x);
+ *       if (i < HCQ_VAL(0)) HCQ_BUF(float, 0)[i] = HCQ_BUF(float, 1)[i] + 1.0f;
+ *     }
+ *   }
+ *
+ * The file has one common part (the magic, the descriptor, the kernarg layout, the launch block and the macros a
+ * kernel uses) and one section per target, picked by what the compiler predefines:
+ *   host    the CPU device (C11 through clang), the simulators' host twins (the same source, built by the CPU
+ *           compiler), and C++ on the host;
+ *   AMDGPU  clang -target amdgcn-amd-amdhsa (__AMDGCN__), C11;
+ *   NV      NVRTC (__CUDACC_RTC__, which also defines __CUDACC__), CUDA C++ with -default-device.
+ * Names ending in an underscore are the sections' plumbing, not for kernels.
+ */
+#ifndef HCQ_KERNEL_ABI_H
+#define HCQ_KERNEL_ABI_H
+
+/* ================================================================ which target */
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define HCQ_TARGET_NV 1
+#elif defined(__AMDGCN__)
+#define HCQ_TARGET_AMDGPU 1
+#else
+#define HCQ_TARGET_HOST 1
+#endif
+
+#if defined(__CUDACC_RTC__)
+/* NVRTC has no libc headers: the fixed-width types of the device ABI (LP64). */
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+typedef long long intptr_t;
+typedef unsigned long size_t;
+#else
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+/* ================================================================ common to every target */
+
+/* The first word of every kernel's descriptor: "HCQK" read as a little-endian 32-bit word. Loaders refuse a
+ * descriptor without it, so a symbol that merely has the right name is never taken for a kernel. */
+#define HCQ_KERNEL_MAGIC 0x4b514348u
+
+/* HCQ_KERNEL(name, ...) emits `name_hcq_desc`, one of these: how many arguments the kernel takes, so a launch with
+ * the wrong arguments is refused before it runs. */
+typedef struct hcq_kernel_desc {
+  uint32_t magic, nbufs, nvals;
+} hcq_kernel_desc;
+
+/* The kernarg layout, the same on every device: nbufs buffer addresses (8 bytes each, in the unified VA space),
+ * then nvals 32-bit values. Offsets in bytes from the start of the arguments. */
+#define HCQ_KERNARG_VALS_OFFSET(nbufs) (8u * (nbufs))
+#define HCQ_KERNARG_BYTES(nbufs, nvals) (8u * (nbufs) + 4u * (nvals))
+
+/* The launch block: where the device does not hand the kernel its launch shape in hardware (AMDGPU: the dispatch
+ * packet gives work-items, not groups and local size, and a queue patch cannot multiply two symbolic values), the
+ * queue writes it right after the arguments, at byte HCQ_KERNARG_BYTES(nbufs, nvals). */
+typedef struct hcq_launch_block {
+  uint32_t num_groups[3], local_size[3];
+} hcq_launch_block;
+
+/* What a kernel uses. Each target section defines the primitives behind them: the dispatch struct a body sees as
+ * `hcq_d`, HCQ_DESC_LINKAGE_, HCQ_ENTRY_, HCQ_KERNARG_SPACE_, HCQ_VALS_, HCQ_GROUP_ID, HCQ_NUM_GROUPS,
+ * HCQ_LOCAL_SIZE and HCQ_FOR_EACH_THREAD. */
+#define HCQ_KERNEL(name, nbufs, nvals)                                                             \
+  HCQ_DESC_LINKAGE_ const hcq_kernel_desc name##_hcq_desc = {HCQ_KERNEL_MAGIC, (nbufs), (nvals)}; \
+  HCQ_ENTRY_(name, nbufs, nvals)
+#define HCQ_BUF(T, i) ((T *)(uintptr_t)((const HCQ_KERNARG_SPACE_ uint64_t *)hcq_d->kernargs)[i])
+#define HCQ_VAL(i) (HCQ_VALS_[i])
+#define HCQ_GLOBAL_ID(d, l) (HCQ_GROUP_ID(d) * HCQ_LOCAL_SIZE(d) + (l))
+
+/* ================================================================ host: CPU device, host twins, C++ */
+#if defined(HCQ_TARGET_HOST)
+
+/* The device calls the kernel once per workgroup, possibly from several threads at once for different
+ * workgroups, with the launch shape in the dispatch (no launch block). */
+typedef struct hcq_dispatch {
+  const unsigned char *kernargs; /* buffers (8-byte addresses), then 32-bit values */
+  const uint32_t *vals;          /* = kernargs + HCQ_KERNARG_VALS_OFFSET(nbufs) */
+  uint32_t group_id[3], num_groups[3], local_size[3];
+} hcq_dispatch;
+
+#define HCQ_DESC_LINKAGE_
+#define HCQ_KERNARG_SPACE_
+#define HCQ_ENTRY_(name, nbufs, nvals) void name(const hcq_dispatch *hcq_d)
+#define HCQ_VALS_ (hcq_d->vals)
+#define HCQ_GROUP_ID(d) (hcq_d->group_id[d])
+#define HCQ_NUM_GROUPS(d) (hcq_d->num_groups[d])
+#define HCQ_LOCAL_SIZE(d) (hcq_d->local_size[d])
+
+/* Loops over the threads of this workgroup, x fastest, binding lx, ly, lz (uint32_t). */
+#define HCQ_FOR_EACH_THREAD(lx, ly, lz)                         \
+  for (uint32_t lz = 0; lz < hcq_d->local_size[2]; ++lz)        \
+    for (uint32_t ly = 0; ly < hcq_d->local_size[1]; ++ly)      \
+      for (uint32_t lx = 0; lx < hcq_d->local_size[0]; ++lx)
+
+/* The environment is freestanding: no libc beyond memcpy/memset/memmove and these math functions, which the CPU
+ * ELF loader resolves from the host (keep in sync with its whitelist, drivers/cpu/elf_loader.cpp); any other
+ * external symbol is refused. Hidden from C++, which has its own declarations. Limits: 1024 threads per workgroup,
+ * local dims <= 1024, global dims <= 2^31-1. */
+#ifndef __cplusplus
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+float sqrtf(float), sinf(float), cosf(float), tanf(float), expf(float), exp2f(float), logf(float), log2f(float),
+    log10f(float), powf(float, float), fabsf(float), floorf(float), ceilf(float), truncf(float), roundf(float),
+    rintf(float), fmodf(float, float), fminf(float, float), fmaxf(float, float), tanhf(float), atanf(float),
+    atan2f(float, float), asinf(float), acosf(float), sinhf(float), coshf(float), erff(float), expm1f(float),
+    log1pf(float), cbrtf(float);
+double sqrt(double), sin(double), cos(double), tan(double), exp(double), exp2(double), log(double), log2(double),
+    log10(double), pow(double, double), fabs(double), floor(double), ceil(double), trunc(double), round(double),
+    rint(double), fmod(double, double), fmin(double, double), fmax(double, double), tanh(double), atan(double),
+    atan2(double, double);
+#endif
+
+#endif /* HCQ_TARGET_HOST */
+
+/* ================================================================ AMDGPU: clang -target amdgcn */
+#if defined(HCQ_TARGET_AMDGPU)
+
+/* The kernarg segment is in the constant address space. The AMD compiler turns `name` into an amdgpu_kernel whose
+ * explicit arguments are nbufs global pointers then nvals 32-bit values, so the code object's metadata describes
+ * exactly the common layout; the launch block follows, written by the queue and not described by the metadata.
+ * Kernels never read the dispatch pointer (LLVM then does not enable it, and the kernarg pointer is the first user
+ * SGPR pair); workgroup ids come from the workgroup-id SGPRs. */
+#define HCQ_KERNARG_SPACE_ __attribute__((address_space(4)))
+
+typedef struct hcq_dispatch {
+  const HCQ_KERNARG_SPACE_ unsigned char *kernargs; /* arguments, then the launch block */
+  uint32_t nbufs, nvals;
+} hcq_dispatch;
+
+#define HCQ_DESC_LINKAGE_
+#define HCQ_ENTRY_(name, nbufs, nvals)                                                                     \
+  static inline __attribute__((always_inline)) void name##_hcq_body(const hcq_dispatch *hcq_d);            \
+  void name(void) {                                                                                        \
+    const hcq_dispatch d = {(const HCQ_KERNARG_SPACE_ unsigned char *)__builtin_amdgcn_kernarg_segment_ptr(), \
+                            (nbufs), (nvals)};                                                             \
+    name##_hcq_body(&d);                                                                                   \
+  }                                                                                                        \
+  static inline __attribute__((always_inline)) void name##_hcq_body(const hcq_dispatch *hcq_d)
+
+#define HCQ_VALS_ \
+  ((const HCQ_KERNARG_SPACE_ uint32_t *)(hcq_d->kernargs + HCQ_KERNARG_VALS_OFFSET(hcq_d->nbufs)))
+#define HCQ_LAUNCH_BLOCK_ \
+  ((const HCQ_KERNARG_SPACE_ hcq_launch_block *)(hcq_d->kernargs + HCQ_KERNARG_BYTES(hcq_d->nbufs, hcq_d->nvals)))
+
+static inline __attribute__((always_inline)) uint32_t hcq_group_id(uint32_t d) {
+  return d == 0 ? __builtin_amdgcn_workgroup_id_x() : d == 1 ? __builtin_amdgcn_workgroup_id_y()
+                                                             : __builtin_amdgcn_workgroup_id_z();
+}
+#define HCQ_GROUP_ID(d) (hcq_group_id(d))
+#define HCQ_NUM_GROUPS(d) (HCQ_LAUNCH_BLOCK_->num_groups[d])
+#define HCQ_LOCAL_SIZE(d) (HCQ_LAUNCH_BLOCK_->local_size[d])
+#define HCQ_LOCAL_ID_X_ __builtin_amdgcn_workitem_id_x()
+#define HCQ_LOCAL_ID_Y_ __builtin_amdgcn_workitem_id_y()
+#define HCQ_LOCAL_ID_Z_ __builtin_amdgcn_workitem_id_z()
+
+/* Math: what the AMDGPU backend lowers natively maps to clang builtins; any other libm call is an undefined symbol
+ * and fails the link with its name. */
+#define memcpy __builtin_memcpy
+#define memmove __builtin_memmove
+#define memset __builtin_memset
+#define sqrtf __builtin_sqrtf
+#define sinf __builtin_sinf
+#define cosf __builtin_cosf
+#define expf __builtin_expf
+#define exp2f __builtin_exp2f
+#define logf __builtin_logf
+#define log2f __builtin_log2f
+#define log10f __builtin_log10f
+#define fabsf __builtin_fabsf
+#define floorf __builtin_floorf
+#define ceilf __builtin_ceilf
+#define truncf __builtin_truncf
+#define roundf __builtin_roundf
+#define rintf __builtin_rintf
+#define fminf __builtin_fminf
+#define fmaxf __builtin_fmaxf
+#define sqrt __builtin_sqrt
+#define fabs __builtin_fabs
+#define floor __builtin_floor
+#define ceil __builtin_ceil
+#define trunc __builtin_trunc
+#define round __builtin_round
+#define rint __builtin_rint
+#define fmin __builtin_fmin
+#define fmax __builtin_fmax
+
+#endif /* HCQ_TARGET_AMDGPU */
+
+/* ================================================================ NV: NVRTC, CUDA C++ */
+#if defined(HCQ_TARGET_NV)
+
+/* `name` is an extern "C" __global__ function of ONE parameter: the common kernarg layout as a block, which the
+ * launch writes into the parameter space of constant bank 0 and the body reads in place (__grid_constant__: no copy
+ * to the stack). The block is 8-byte aligned and at least 1 byte, so its size rounds up to 8 (8 for a kernel without
+ * arguments). The descriptor lives in global memory (.nv.global.init), where the cubin loader reads it. The QMD
+ * carries the launch shape: ids and sizes come from blockIdx, threadIdx, gridDim and blockDim (no launch block).
+ * memcpy, memset and the math functions are NVRTC builtins in device code. */
+typedef struct hcq_dispatch {
+  const unsigned char *kernargs; /* the kernel's parameter block */
+  uint32_t nbufs, nvals;
+} hcq_dispatch;
+
+template <unsigned N>
+struct alignas(8) hcq_kernargs {
+  unsigned char bytes[N];
+};
+#define HCQ_NV_PARAM_BYTES_(nb, nv) (HCQ_KERNARG_BYTES(nb, nv) > 0u ? HCQ_KERNARG_BYTES(nb, nv) : 1u)
+
+#define HCQ_DESC_LINKAGE_ extern "C" __device__
+#define HCQ_KERNARG_SPACE_
+#define HCQ_ENTRY_(name, nbufs, nvals)                                                                              \
+  static __device__ __forceinline__ void name##_hcq_body(const hcq_dispatch *hcq_d);                                \
+  extern "C" __global__ void name(const __grid_constant__ hcq_kernargs<HCQ_NV_PARAM_BYTES_(nbufs, nvals)> hcq_k) { \
+    const hcq_dispatch d = {hcq_k.bytes, (nbufs), (nvals)};                                                         \
+    name##_hcq_body(&d);                                                                                            \
+  }                                                                                                                 \
+  static __device__ __forceinline__ void name##_hcq_body(const hcq_dispatch *hcq_d)
+
+#define HCQ_VALS_ ((const uint32_t *)(hcq_d->kernargs + HCQ_KERNARG_VALS_OFFSET(hcq_d->nbufs)))
+#define HCQ_GROUP_ID(d) ((uint32_t)((d) == 0 ? blockIdx.x : (d) == 1 ? blockIdx.y : blockIdx.z))
+#define HCQ_NUM_GROUPS(d) ((uint32_t)((d) == 0 ? gridDim.x : (d) == 1 ? gridDim.y : gridDim.z))
+#define HCQ_LOCAL_SIZE(d) ((uint32_t)((d) == 0 ? blockDim.x : (d) == 1 ? blockDim.y : blockDim.z))
+#define HCQ_LOCAL_ID_X_ threadIdx.x
+#define HCQ_LOCAL_ID_Y_ threadIdx.y
+#define HCQ_LOCAL_ID_Z_ threadIdx.z
+
+#endif /* HCQ_TARGET_NV */
+
+/* ================================================================ both GPU targets */
+#if defined(HCQ_TARGET_AMDGPU) || defined(HCQ_TARGET_NV)
+/* Every GPU thread runs the body once, with its own local ids bound. */
+#define HCQ_FOR_EACH_THREAD(lx, ly, lz)                                                            \
+  for (uint32_t lz = HCQ_LOCAL_ID_Z_, ly = HCQ_LOCAL_ID_Y_, lx = HCQ_LOCAL_ID_X_, hcq_once_ = 1; \
+       hcq_once_; hcq_once_ = 0)
+#endif
+
+#endif /* HCQ_KERNEL_ABI_H */
