@@ -1,5 +1,6 @@
 // The device registry: the only place that knows every driver. It parses device names, opens each device once (on
-// first use), picks the default by HCQ_DEVICE or by probing, and closes everything at exit.
+// first use), picks the default by HCQ_DEVICE or by probing, and closes everything at exit. It reaches each backend
+// through the backend's entry, which is null when the program does not link that backend (drivers/backend_entry.hpp).
 #include "hcq/registry.hpp"
 
 #include <sys/stat.h>
@@ -12,24 +13,31 @@
 #include <mutex>
 #include <optional>
 
-#include "amd/kfd/amd_device.hpp"
-#include "amd/kfd/drm_query.hpp"
+#include "backend_entry.hpp"
 #include "common/gpu_diagnosis.hpp"
 #include "common/pci_scan.hpp"
-#include "cpu/cpu_device.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/backend/process.hpp"
-#include "nv/rm/abi/branch.hpp"
-#include "nv/rm/nv_device.hpp"
-#include "sim/kfd/sim_amd_device.hpp"
-#include "sim/kfd/sim_kfd.hpp"
-#include "sim/nv/sim_nv_device.hpp"
-#include "sim/nv/sim_nv_gpus.hpp"
+
+// Weak: a backend that is not linked in leaves its entry's address null.
+#pragma weak hcq_backend_cpu
+#pragma weak hcq_backend_amd
+#pragma weak hcq_backend_nv
+#pragma weak hcq_backend_sim_amd
+#pragma weak hcq_backend_sim_nv
 
 namespace hcq {
 namespace {
+
+// The entry of the backend that opens `device`, or UnsupportedDriver when this program does not link it.
+template <class Entry>
+const Entry& linked(const Entry* entry, std::string_view device, std::string_view backend) {
+  if (entry == nullptr)
+    throw UnsupportedDriver(cat(device, ": the ", backend, " backend is not linked into this program"));
+  return *entry;
+}
 
 enum class Kind { cpu, amd, nv, cuda, sim_amd, sim_nv };
 
@@ -125,19 +133,21 @@ ParsedName parse_name(std::string_view name) {
 std::unique_ptr<Device> open_new(const ParsedName& p) {
   switch (p.kind) {
     case Kind::cpu:
-      return std::make_unique<cpu::CpuDevice>(p.canonical);
+      return linked(&hcq_backend_cpu, p.canonical, "CPU").open(p.canonical);
     case Kind::amd:
-      return amd::open_kfd_device(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(4))));
+      return linked(&hcq_backend_amd, p.canonical, "AMD")
+          .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(4))));
     case Kind::nv:
-      return nv::open_nv_device(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(3))));
+      return linked(&hcq_backend_nv, p.canonical, "NV")
+          .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(3))));
     case Kind::cuda:
       throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
     case Kind::sim_amd:  // GPU 0 of a simulated machine of kSimAmdGpus (peers: see Registry::open)
-      return sim::open_sim_amd_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1),
-                                   sim::amd_engine::Scheduling::threaded, kSimAmdGpus);
+      return linked(&hcq_backend_sim_amd, p.canonical, "SIM-AMD")
+          .open(p.canonical, p.canonical.substr(p.canonical.find(':') + 1), kSimAmdGpus);
     case Kind::sim_nv:
-      return sim::open_sim_nv_gpu(p.canonical, p.canonical.substr(p.canonical.find(':') + 1),
-                                  sim::nv_engine::Scheduling::threaded, kSimNvGpus);
+      return linked(&hcq_backend_sim_nv, p.canonical, "SIM-NV")
+          .open(p.canonical, p.canonical.substr(p.canonical.find(':') + 1), kSimNvGpus);
   }
   throw UnsupportedDriver(cat(p.canonical, ": no backend"));
 }
@@ -178,12 +188,14 @@ class Registry {
         p.kind == Kind::sim_amd && c2 != std::string::npos) {
       // SIM-AMD:<target>:<n>: another GPU of the machine SIM-AMD:<target> opened (opening it first if need be).
       Device& first = open_locked({p.kind, p.canonical.substr(0, c2)});
-      dev = sim::open_sim_amd_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(c2 + 1))));
+      dev = linked(&hcq_backend_sim_amd, p.canonical, "SIM-AMD")
+                .open_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(c2 + 1))));
     } else if (const size_t n2 = p.canonical.find(':', p.canonical.find(':') + 1);
                p.kind == Kind::sim_nv && n2 != std::string::npos) {
       // SIM-NV:<arch>:<n>: another GPU of the machine SIM-NV:<arch> opened (opening it first if need be).
       Device& first = open_locked({p.kind, p.canonical.substr(0, n2)});
-      dev = sim::open_sim_nv_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(n2 + 1))));
+      dev = linked(&hcq_backend_sim_nv, p.canonical, "SIM-NV")
+                .open_peer(p.canonical, first, static_cast<unsigned>(std::stoul(p.canonical.substr(n2 + 1))));
     } else {
       dev = open_new(p);
     }
@@ -245,8 +257,10 @@ std::vector<std::string> available_devices() {
 
 std::vector<std::string> simulated_devices() {
   std::vector<std::string> names;
-  for (const std::string& gfx : sim::SimGpuSpec::names()) names.push_back("SIM-AMD:" + gfx);
-  for (const std::string& gpu : sim::SimNvGpuSpec::names()) names.push_back("SIM-NV:" + gpu);
+  if (&hcq_backend_sim_amd != nullptr)
+    for (const std::string& gfx : hcq_backend_sim_amd.targets()) names.push_back("SIM-AMD:" + gfx);
+  if (&hcq_backend_sim_nv != nullptr)
+    for (const std::string& gpu : hcq_backend_sim_nv.targets()) names.push_back("SIM-NV:" + gpu);
   return names;
 }
 
@@ -272,19 +286,10 @@ std::vector<std::pair<std::string, std::string>> probe_report() {
 PciGpuReport pci_gpu_report() {
   Os& os = real_os();
   GpuFacts facts = gather_gpu_facts(os, scan_pci_gpus(os));
-  // The AMD backend's own view: the KFD ABI version and the GPUs its topology lists (by render node).
-  if (facts.kfd.state == NodeAccess::State::ok) facts.kfd_version = amd::query_kfd_version(os);
-  for (const amd::KfdNode& n : amd::kfd_topology(os)) facts.kfd_render_minors.push_back(n.render_minor);
+  // Each linked GPU backend's own view: what it asks of its kernel driver, and what the driver says.
   BackendSupport support;
-  support.kfd_major = 1;      // KfdGpu refuses any other major
-  support.kfd_min_minor = 1;  // 1.0 is the first, APU-only KFD, before the dGPU memory ioctls
-  // The NV backend's view: what /proc/driver/nvidia/version says, and the branches it has RM layouts for.
-  if (facts.nvidia_version_text)
-    if (const auto v = nv::abi::parse_proc_version(*facts.nvidia_version_text))
-      facts.nvidia_module = NvidiaModule{v->text, v->major, v->open_module};
-  support.nv_backend_built = true;
-  for (const nv::abi::BranchAbi& b : nv::abi::supported_branches()) support.nv_branches.push_back(b.major);
-  support.nv_needs_open_module = false;  // RmClient accepts either module
+  if (&hcq_backend_amd != nullptr) hcq_backend_amd.describe_support(os, facts, support);
+  if (&hcq_backend_nv != nullptr) hcq_backend_nv.describe_support(os, facts, support);
   PciGpuReport report;
   report.scan_problem = facts.pci.problem;
   for (const GpuFinding& f : diagnose_gpus(facts, support))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts
+#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts,
+#                                                            then tests/install (install, build a program against it)
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
@@ -16,7 +17,7 @@ case "${1:-}" in
   "") ;;
   --quick) quick=1 ;;
   -h | --help)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -188,6 +189,15 @@ for script in tests/tools/*_test.py; do
     total_failed=$((total_failed + 1))
   fi
 done
+# The installed tree, as a program outside the project uses it (tests/install): one pass or failure.
+if out=$(timeout --kill-after=30 "$run_timeout" tests/install/consumer_test.sh build </dev/null 2>&1); then
+  echo "== install: consumer_test.sh: $out"
+  total_passed=$((total_passed + 1))
+else
+  echo "== install: consumer_test.sh FAILED:"
+  echo "$out" | tail -20
+  total_failed=$((total_failed + 1))
+fi
 if [[ $quick -eq 0 ]]; then
   # -O1 with debug info and assertions on: what the sanitizers recommend, readable stacks, and a third less compile
   # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not
