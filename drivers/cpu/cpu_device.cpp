@@ -97,7 +97,7 @@ DeviceInfo CpuDevice::info() const {
   i.compute_queues = 1;
   i.copy_queues = 1;
   i.driver_version = compiler_.identity();
-  // The host has no device UUID to give; uuid stays empty.
+  // The host has no device UUID to give: uuid stays std::nullopt.
   i.launch_limits = kCpuLaunchLimits;
   // One worker runs every command kind, whichever queue it came from.
   i.copies_on_compute = true;
