@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cpu_limits.hpp"
 #include "cpu_program.hpp"
 #include "cpu_queue.hpp"
 #include "cpu_ring.hpp"
@@ -96,6 +97,10 @@ DeviceInfo CpuDevice::info() const {
   i.compute_queues = 1;
   i.copy_queues = 1;
   i.driver_version = compiler_.identity();
+  // The host has no device UUID to give: uuid stays std::nullopt.
+  i.launch_limits = kCpuLaunchLimits;
+  // One worker runs every command kind, whichever queue it came from.
+  i.copies_on_compute = true;
   return i;
 }
 

@@ -39,6 +39,17 @@ struct DeviceInfo {
   uint32_t compute_queues = 0;
   uint32_t copy_queues = 0;
   std::string driver_version;
+  // The GPU's 16-byte UUID as its kernel driver gives it, so a tool can find the same GPU through another API.
+  // NVIDIA: RM's GPU_GET_GID_INFO bytes (what nvidia-smi prints as "GPU-..." and cuDeviceGetUuid returns). AMD: the
+  // 16 lowercase hex digits of KFD's 64-bit unique_id, the characters ROCr writes after "GPU-". std::nullopt when
+  // there is none: the CPU device, and an AMD GPU whose kernel reports no unique_id (0).
+  std::optional<std::array<uint8_t, 16>> uuid = std::nullopt;
+  // The largest launch this device's programs accept: every Program::limits() lies within it. An NV program may
+  // allow fewer threads per group (its registers must fit the SM), never more.
+  LaunchLimits launch_limits = {};
+  // Whether HWQueue::copy runs on a compute queue; when false, copies go on copy_queue() (AMD's PM4/AQL and NV's
+  // compute engines have no copy command hcq encodes).
+  bool copies_on_compute = false;
 };
 
 // Ownership: the registry opens devices and shares them (std::shared_ptr): each Buffer and Program made on a device

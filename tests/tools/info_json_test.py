@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`hcq info --json`: the document's shape, which scripts depend on. Usage: info_json_test.py <path to hcq>."""
 import json
+import re
 import subprocess
 import sys
 
@@ -19,13 +20,32 @@ def main():
     check(set(doc) == {"devices", "unavailable", "pci"}, f"top-level keys {sorted(doc)}")
 
     device_fields = {"name": str, "interface": str, "arch": str, "memory_bytes": int, "compute_queues": int,
-                     "copy_queues": int, "driver_version": str}
+                     "copy_queues": int, "driver_version": str, "uuid": (str, type(None)), "launch_limits": dict,
+                     "copies_on_compute": bool}
     check(isinstance(doc["devices"], list), "devices is a list")
     check((run.returncode == 0) == bool(doc["devices"]), "exit status 0 exactly when a device is listed")
     for d in doc["devices"]:
+        name = d.get("name")
         check(set(d) == set(device_fields), f"device keys {sorted(d)}")
         for k, t in device_fields.items():
-            check(isinstance(d[k], t), f"device {d.get('name')}: {k} is {t.__name__}")
+            check(isinstance(d[k], t), f"device {name}: {k} is {t}")
+        # NVIDIA as nvidia-smi writes it, AMD as ROCr does; the CPU has none.
+        if d["uuid"] is not None:
+            nv = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+            check(re.fullmatch(rf"GPU-({nv}|[0-9a-f]{{16}})", d["uuid"]), f"device {name}: uuid {d['uuid']!r}")
+        if d["interface"] == "cpu":
+            check(d["uuid"] is None, f"device {name}: the CPU has no uuid")
+        if d["interface"] in ("rm", "sim-rm"):
+            check(d["uuid"] is not None, f"device {name}: an NVIDIA GPU has a uuid")
+        limits = d["launch_limits"]
+        check(set(limits) == {"max_threads_per_group", "max_local", "max_global"}, f"device {name}: launch_limits keys")
+        check(isinstance(limits["max_threads_per_group"], int) and limits["max_threads_per_group"] > 0,
+              f"device {name}: max_threads_per_group is a positive int")
+        for k in ("max_local", "max_global"):
+            check(isinstance(limits[k], list) and len(limits[k]) == 3 and
+                  all(isinstance(v, int) and v > 0 for v in limits[k]), f"device {name}: {k} is three positive ints")
+        check(all(v <= limits["max_threads_per_group"] for v in limits["max_local"]),
+              f"device {name}: no group dim past the threads a group may have")
     for u in doc["unavailable"]:
         check(set(u) == {"device", "reason"} and all(isinstance(v, str) and v for v in u.values()),
               f"unavailable entry {u}")
@@ -50,6 +70,9 @@ def main():
     check((pci["scan_problem"] is not None) == ("PCI scan: " in table), "the table reports the scan problem")
     for g in pci["unusable"]:
         check(g["pci_address"] in table and g["reason"] in table, f"the table lists {g['pci_address']}")
+    for d in doc["devices"]:
+        if d["uuid"] is not None:
+            check(d["uuid"] in table, f"the table shows {d['name']}'s uuid")
     print(f"ok: {len(doc['devices'])} devices, {len(doc['unavailable'])} unavailable, "
           f"{len(pci['unusable'])} unusable on PCI, scan_problem={pci['scan_problem']!r}")
 

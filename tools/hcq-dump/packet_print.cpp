@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "../hcq/json_writer.hpp"
+#include "json_writer.hpp"
 
 namespace hcq::dump {
 namespace {

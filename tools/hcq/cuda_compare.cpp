@@ -9,7 +9,6 @@
 
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "nv/rm/nv_device.hpp"
 #include "stats.hpp"
 
 namespace hcq::tool {
@@ -220,15 +219,16 @@ CudaComparison compare_cuda_launch(const CudaLaunchRequest& request) {
 
 CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, const std::string& kernel,
                                    int warmup, int runs) {
-  const std::string interface = dev.info().interface;
+  const DeviceInfo info = dev.info();
+  const std::string& interface = info.interface;
   if (interface == "sim-rm")
     return unavailable(cat(dev.name(), " is a simulated GPU: CUDA launches only on a real NVIDIA GPU (NV:n)"));
-  auto* nv = dynamic_cast<nv::NvDevice*>(&dev);
-  if (interface != "rm" || nv == nullptr)
+  if (interface != "rm")
     return unavailable(cat(dev.name(), " is not an NVIDIA GPU (interface ", interface, "): CUDA has no kernel to compare"));
+  if (!info.uuid) return unavailable(cat(dev.name(), " reports no GPU UUID: CUDA's device cannot be matched to it"));
 
   CudaLaunchRequest request;
-  std::memcpy(request.gpu_uuid.data(), nv->gpu().facts().uuid.bytes, request.gpu_uuid.size());
+  request.gpu_uuid = *info.uuid;
   request.cubin = cubin;
   request.kernel = kernel;
   request.warmup = warmup;

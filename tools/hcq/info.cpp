@@ -1,5 +1,6 @@
 // `hcq info`: every device that opens, with what it is, and every known kind that does not, with the reason; then
 // every GPU on the PCI bus that no backend exposes, with why.
+#include <array>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -19,11 +20,18 @@ constexpr const char* kInfoHelp =
     "usage: hcq info [--json]\n"
     "\n"
     "Opens every device the registry knows and lists those that open: name, interface, architecture, memory,\n"
-    "queues, driver version. Device kinds absent here are listed with the reason. AMD and NVIDIA GPUs found on the\n"
-    "PCI bus (libpciaccess) that no backend exposes are listed with why (driver not loaded, no permission on a\n"
-    "device node, unsupported driver version, ...).\n"
+    "queues, driver version; then, per device, its launch limits (threads per group, group and grid dims),\n"
+    "whether copies run on the compute queue, and the GPU's UUID as the vendor's tools write it (nvidia-smi's\n"
+    "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, ROCr's GPU-<16 hex digits>; none for the CPU). Device kinds\n"
+    "absent here are listed with the reason. AMD and NVIDIA GPUs found on the PCI bus (libpciaccess) that no\n"
+    "backend exposes are listed with why (driver not loaded, no permission on a device node, unsupported driver\n"
+    "version, ...).\n"
     "\n"
     "  --json   one JSON document: {\"devices\": [...], \"unavailable\": [{\"device\", \"reason\"}],\n"
+    "           a device: {\"name\", \"interface\", \"arch\", \"memory_bytes\", \"compute_queues\",\n"
+    "                      \"copy_queues\", \"driver_version\", \"uuid\" (text as above, or null),\n"
+    "                      \"launch_limits\": {\"max_threads_per_group\", \"max_local\": [x, y, z],\n"
+    "                                        \"max_global\": [x, y, z]}, \"copies_on_compute\"},\n"
     "           \"pci\": {\"scan_problem\": null or why the bus could not be scanned,\n"
     "                   \"unusable\": [{\"pci_address\", \"vendor\", \"vendor_id\", \"device_id\",\n"
     "                                 \"kernel_driver\", \"reason\"}]}}\n"
@@ -42,6 +50,32 @@ std::string pci_ids(const UnusableGpu& g) {
   return buf;
 }
 
+// The UUID as the vendor's own tools print it, so it can be matched against them: ROCr's "GPU-" then the 16 hex
+// digits DeviceInfo holds as characters (AMD, interfaces "kfd" and "sim-kfd"), nvidia-smi's "GPU-" then the 16 bytes
+// in hex grouped 8-4-4-4-12 (everything else). Empty when the device has none.
+std::string uuid_text(const DeviceInfo& d) {
+  if (!d.uuid) return {};
+  const std::array<uint8_t, 16>& u = *d.uuid;
+  if (d.interface.ends_with("kfd")) return "GPU-" + std::string(u.begin(), u.end());
+  std::string s = "GPU-";
+  char byte[3];
+  for (size_t i = 0; i < u.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    std::snprintf(byte, sizeof byte, "%02x", u[i]);
+    s += byte;
+  }
+  return s;
+}
+
+// "1024 x 1024 x 64"
+std::string dims_text(const uint32_t (&d)[3]) {
+  return std::to_string(d[0]) + " x " + std::to_string(d[1]) + " x " + std::to_string(d[2]);
+}
+
+void dims_json(JsonWriter& w, const uint32_t (&d)[3]) {
+  w.begin_array().value(d[0]).value(d[1]).value(d[2]).end_array();
+}
+
 void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavailable>& unavailable,
                 const PciGpuReport& pci) {
   JsonWriter w;
@@ -55,7 +89,18 @@ void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavai
         .field("compute_queues", d.compute_queues)
         .field("copy_queues", d.copy_queues)
         .field("driver_version", d.driver_version)
-        .end_object();
+        .key("uuid");
+    if (d.uuid) {
+      w.value(uuid_text(d));
+    } else {
+      w.null();
+    }
+    const LaunchLimits& l = d.launch_limits;
+    w.key("launch_limits").begin_object().field("max_threads_per_group", l.max_threads_per_group).key("max_local");
+    dims_json(w, l.max_local);
+    w.key("max_global");
+    dims_json(w, l.max_global);
+    w.end_object().field("copies_on_compute", d.copies_on_compute).end_object();
   }
   w.end_array().key("unavailable").begin_array();
   for (const Unavailable& u : unavailable) w.begin_object().field("device", u.device).field("reason", u.reason).end_object();
@@ -92,6 +137,17 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
       std::printf("%s%s%s%s%s%s\n", pad(d.name, 18).c_str(), pad(d.interface, 11).c_str(), pad(d.arch, 16).c_str(),
                   pad(human_bytes(d.memory_bytes), 12).c_str(), pad(queues, 22).c_str(),
                   d.driver_version.empty() ? "-" : d.driver_version.c_str());
+    }
+    // What a launch may ask and where copies go, apart: the first table stays one screen wide.
+    std::printf("\n%s%s%s%s%s%s\n", pad("NAME", 18).c_str(), pad("THREADS", 9).c_str(), pad("GROUP DIMS", 20).c_str(),
+                pad("GRID DIMS", 38).c_str(), pad("COPIES", 12).c_str(), "UUID");
+    for (const DeviceInfo& d : devices) {
+      const LaunchLimits& l = d.launch_limits;
+      const std::string uuid = uuid_text(d);
+      std::printf("%s%s%s%s%s%s\n", pad(d.name, 18).c_str(), pad(std::to_string(l.max_threads_per_group), 9).c_str(),
+                  pad(dims_text(l.max_local), 20).c_str(), pad(dims_text(l.max_global), 38).c_str(),
+                  pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(),
+                  uuid.empty() ? "-" : uuid.c_str());
     }
   }
   if (!unavailable.empty()) {

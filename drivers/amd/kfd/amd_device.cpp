@@ -76,6 +76,10 @@ DeviceInfo AmdDevice::info() const {
     i.driver_version += cat(", ", drm->drm_driver, " ", drm->drm_version);
     if (!drm->marketing_name.empty()) i.driver_version += cat("; ", drm->marketing_name);
   }
+  i.uuid = n.uuid();
+  i.launch_limits = amd_launch_limits();
+  // Copies are SDMA packets; the PM4 and AQL compute queues refuse them (amd_queue.cpp).
+  i.copies_on_compute = false;
   return i;
 }
 

@@ -66,6 +66,14 @@ std::string gfx_name(uint32_t v) {
   return s;
 }
 
+std::optional<std::array<uint8_t, 16>> KfdNode::uuid() const {
+  if (unique_id == 0) return std::nullopt;
+  constexpr char hexd[] = "0123456789abcdef";
+  std::array<uint8_t, 16> u{};
+  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<uint8_t>(hexd[(unique_id >> (60 - 4 * i)) & 15]);
+  return u;
+}
+
 std::vector<KfdNode> kfd_topology(Os& os) {
   std::vector<std::pair<uint32_t, std::string>> dirs;
   for (const std::string& name : os.list_dir(kTopologyNodes)) {
@@ -104,6 +112,7 @@ std::vector<KfdNode> kfd_topology(Os& os) {
     k.num_sdma_xgmi_engines = get("num_sdma_xgmi_engines");
     k.num_sdma_queues_per_engine = get("num_sdma_queues_per_engine");
     k.device_id = get("device_id");
+    if (auto it = p.find("unique_id"); it != p.end()) k.unique_id = it->second;  // 64 bits: not through get()
     for (const std::string& bank : os.list_dir(dir + "/mem_banks")) {
       const std::optional<std::string> bt = os.read_file(cat(dir, "/mem_banks/", bank, "/properties"));
       if (!bt) continue;

@@ -3,6 +3,7 @@
 // queues, each an RAII object that gives back what it took, in reverse order.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +28,11 @@ struct KfdNode {
   uint32_t num_cp_queues = 0, num_sdma_engines = 0, num_sdma_xgmi_engines = 0, num_sdma_queues_per_engine = 0;
   uint32_t device_id = 0;
   uint64_t vram_bytes = 0;  // sum of the node's mem_banks
+  uint64_t unique_id = 0;   // the GPU's serial as the kernel reports it; 0: none (older kernels, some parts)
   uint32_t cu_count() const { return simd_per_cu ? simd_count / simd_per_cu : 0; }
+  // DeviceInfo::uuid: unique_id's 16 lowercase hex digits, as ROCr names the agent ("GPU-" then these); none when
+  // unique_id is 0.
+  std::optional<std::array<uint8_t, 16>> uuid() const;
 };
 
 // "gfx" + major + minor and stepping in hex: 90402 -> gfx942, 110000 -> gfx1100, 120001 -> gfx1201.

@@ -69,6 +69,11 @@ DeviceInfo NvDevice::info() const {
   // "580.126.20 (open module); NVIDIA H200, 132 SMs".
   i.driver_version = cat(gpu_->rm().version().text, gpu_->rm().version().open_module ? " (open module)" : "", "; ",
                          f.name, ", ", f.sm_count, " SMs");
+  i.uuid.emplace();
+  std::memcpy(i.uuid->data(), f.uuid.bytes, i.uuid->size());
+  i.launch_limits = nv_arch_launch_limits(*f.arch);
+  // The compute channel's class has no copy method hcq encodes: copies take the copy channel.
+  i.copies_on_compute = false;
   return i;
 }
 

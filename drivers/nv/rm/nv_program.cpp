@@ -11,6 +11,27 @@
 
 namespace hcq::nv {
 
+namespace {
+
+// Groups of up to `threads` threads: block dims as CUDA's 1024 x 1024 x 64, none past the thread count; grid dims as
+// the QMD holds them: CTA_RASTER_WIDTH has 32 bits (hcq keeps to 2^31 - 1), HEIGHT and DEPTH 16.
+hcq::LaunchLimits limits_for_threads(uint32_t threads) {
+  hcq::LaunchLimits l;
+  l.max_threads_per_group = threads;
+  const uint32_t block_max[3] = {1024, 1024, 64};
+  for (int i = 0; i < 3; ++i) l.max_local[i] = std::min<uint32_t>(block_max[i], l.max_threads_per_group);
+  l.max_global[0] = 0x7fffffff;
+  l.max_global[1] = 65535;
+  l.max_global[2] = 65535;
+  return l;
+}
+
+}  // namespace
+
+hcq::LaunchLimits nv_arch_launch_limits(const NvArchInfo& arch) {
+  return limits_for_threads(launch_limits(arch).max_threads_per_block);
+}
+
 hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k) {
   // Registers are handed to warps in units of 256: a block of W warps needs W * roundup(regs * 32, 256) of the SM's
   // register file.
@@ -24,16 +45,7 @@ hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k)
                            std::max(1u, (*k.max_threads)[2]);
     if (bound != 0) threads = std::min(threads, bound);
   }
-  hcq::LaunchLimits l;
-  l.max_threads_per_group = static_cast<uint32_t>(threads);
-  // Block dims: CUDA's 1024 x 1024 x 64; grid dims: CTA_RASTER_WIDTH holds 32 bits (hcq keeps to 2^31 - 1), HEIGHT
-  // and DEPTH 16.
-  const uint32_t block_max[3] = {1024, 1024, 64};
-  for (int i = 0; i < 3; ++i) l.max_local[i] = std::min<uint32_t>(block_max[i], l.max_threads_per_group);
-  l.max_global[0] = 0x7fffffff;
-  l.max_global[1] = 65535;
-  l.max_global[2] = 65535;
-  return l;
+  return limits_for_threads(static_cast<uint32_t>(threads));
 }
 
 std::vector<uint8_t> cbank0_prefix(const NvArchInfo& arch, const CubinKernel& k) {

@@ -58,6 +58,10 @@ class NvProgram final : public Program {
   std::function<void()> on_unload_;
 };
 
+// The launch limits of every kernel on `arch` together: the architecture's block size, before any kernel's
+// registers reduce it. What DeviceInfo::launch_limits reports; nv_launch_limits() lies within it.
+hcq::LaunchLimits nv_arch_launch_limits(const NvArchInfo& arch);
+
 // The launch limits hcq checks for `k` on `arch`: the architecture's block size, reduced to what the kernel's
 // registers (and its __launch_bounds__) allow; grids as the QMD's raster fields hold them.
 hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k);

@@ -1,5 +1,5 @@
-// A small streaming JSON writer for the tool's --json outputs: it keeps track of commas and escapes strings, so
-// callers only say what goes where.
+// A small streaming JSON writer for the tools' --json outputs (hcq, hcq-dump): it keeps track of commas and escapes
+// strings, so callers only say what goes where.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,51 @@
+// The CPU device's DeviceInfo: the launch limits its programs and its worker check (drivers/cpu/cpu_limits.hpp),
+// no UUID, and copies that run on the compute queue as well.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cpu/cpu_limits.hpp"
+#include "hcq/device.hpp"
+#include "hcq/registry.hpp"
+
+namespace hcq {
+namespace {
+
+TEST(CpuDeviceInfo, LaunchLimitsAreTheDevicesOwn) {
+  const LaunchLimits got = open_device("CPU").info().launch_limits;
+  const LaunchLimits& want = cpu::kCpuLaunchLimits;
+  EXPECT_EQ(got.max_threads_per_group, want.max_threads_per_group);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got.max_local[i], want.max_local[i]) << "dim " << i;
+    EXPECT_EQ(got.max_global[i], want.max_global[i]) << "dim " << i;
+  }
+}
+
+TEST(CpuDeviceInfo, HasNoUuid) { EXPECT_FALSE(open_device("CPU").info().uuid.has_value()); }
+
+// copies_on_compute is true: a copy on the compute queue runs.
+TEST(CpuDeviceInfo, CopiesRunOnTheComputeQueue) {
+  Device& dev = open_device("CPU");
+  ASSERT_TRUE(dev.info().copies_on_compute);
+  BufferSpec spec;
+  spec.cpu_access = true;
+  const Allocation src = dev.alloc_memory(64, spec), dst = dev.alloc_memory(64, spec);
+  std::vector<std::byte> want(64);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<std::byte>(i * 7 + 1);
+  std::memcpy(src.host_ptr(), want.data(), want.size());
+  std::memset(dst.host_ptr(), 0, 64);
+  auto q = dev.compute_queue();
+  q->wait(dev.timeline_signal(), dev.timeline_value() - 1);
+  q->copy(dst.va, src.va, 64);
+  const uint64_t value = dev.next_timeline_value();
+  q->signal(dev.timeline_signal(), value);
+  q->submit();
+  dev.wait_signal(dev.timeline_signal(), value);
+  EXPECT_EQ(std::memcmp(dst.host_ptr(), want.data(), want.size()), 0);
+  dev.free_memory(src);
+  dev.free_memory(dst);
+}
+
+}  // namespace
+}  // namespace hcq
