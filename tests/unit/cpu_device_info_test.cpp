@@ -36,12 +36,7 @@ TEST(CpuDeviceInfo, CopiesRunOnTheComputeQueue) {
   std::memcpy(src.host_ptr(), want.data(), want.size());
   std::memset(dst.host_ptr(), 0, 64);
   auto q = dev.compute_queue();
-  q->wait(dev.timeline_signal(), dev.timeline_value() - 1);
-  q->copy(dst.va, src.va, 64);
-  const uint64_t value = dev.next_timeline_value();
-  q->signal(dev.timeline_signal(), value);
-  q->submit();
-  dev.wait_signal(dev.timeline_signal(), value);
+  dev.submit(*q, [&](HWQueue& b) { b.copy(dst.va, src.va, 64); }).wait();
   EXPECT_EQ(std::memcmp(dst.host_ptr(), want.data(), want.size()), 0);
   dev.free_memory(src);
   dev.free_memory(dst);
