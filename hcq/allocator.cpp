@@ -44,7 +44,7 @@ Allocation Allocator::alloc(uint64_t size, const BufferSpec& spec) {
     throw InvalidArgument(cat(dev_.name(), ": zero-size allocation requested (spec ", to_string(spec), ")"));
   }
   if (spec.external_ptr == nullptr) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = cache_.find(Key{size, spec});
     if (it != cache_.end() && !it->second.empty()) {
       Allocation hit = it->second.back();
@@ -80,7 +80,7 @@ void Allocator::free(const Allocation& a) {
   if (a.size == 0) return;  // a default Allocation: nothing to give back
   capture::on_free(a, "buffer");  // freed for its user, even when the allocator keeps it cached
   if (cacheable(a.spec)) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cache_[Key{a.size, a.spec}].push_back(a);
     cached_bytes_ += a.size;
     return;
@@ -94,7 +94,7 @@ void Allocator::free(const Allocation& a) {
 void Allocator::free_cache() {
   decltype(cache_) victims;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     victims.swap(cache_);
     cached_bytes_ = 0;
   }
@@ -107,7 +107,7 @@ void Allocator::free_cache() {
 }
 
 uint64_t Allocator::cached_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return cached_bytes_;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
 #   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts,
-#                                                            then tests/install (install, build a program against it)
+#                                                            then tests/install (install, build a program against it),
+#                                                            then clang's thread-safety analysis of hcq/
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
@@ -196,6 +197,15 @@ if out=$(timeout --kill-after=30 "$run_timeout" tests/install/consumer_test.sh b
 else
   echo "== install: consumer_test.sh FAILED:"
   echo "$out" | tail -20
+  total_failed=$((total_failed + 1))
+fi
+# Clang's thread-safety analysis of the core's locking (scripts/check_thread_safety.sh): one pass or failure.
+if out=$(scripts/check_thread_safety.sh 2>&1); then
+  echo "== thread-safety analysis: $out"
+  total_passed=$((total_passed + 1))
+else
+  echo "== thread-safety analysis FAILED:"
+  echo "$out" | tail -30
   total_failed=$((total_failed + 1))
 fi
 if [[ $quick -eq 0 ]]; then

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "hcq/backend/thread_annotations.hpp"
 #include "hcq/completion.hpp"
 #include "hcq/memory.hpp"
 
@@ -24,6 +25,8 @@ std::string to_string(const BufferSpec& spec);
 
 // Ownership: owned by its Device (see Device::init_runtime). Allocations it hands out refer to that device and
 // must be freed (to this allocator) before the device goes.
+// Threads: every call may come from any thread (the cache is guarded by one mutex; copies serialise on the
+// subclass's own lock and order themselves on the device's timeline).
 class Allocator {
  public:
   explicit Allocator(Device& dev) : dev_(dev) {}
@@ -58,9 +61,9 @@ class Allocator {
 
  private:
   using Key = std::tuple<uint64_t, BufferSpec>;
-  mutable std::mutex mu_;
-  std::map<Key, std::vector<Allocation>> cache_;
-  uint64_t cached_bytes_ = 0;
+  mutable Mutex mu_;
+  std::map<Key, std::vector<Allocation>> cache_ HCQ_GUARDED_BY(mu_);
+  uint64_t cached_bytes_ HCQ_GUARDED_BY(mu_) = 0;
 };
 
 // The HCQ allocator: staging ring for copy-in/out (each staging buffer reused only when the timeline passed its

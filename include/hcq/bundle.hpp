@@ -10,6 +10,7 @@
 // the order they were made, then one {"t":"ring",...} line per hardware ring (and per segment a ring points at)
 // holding its words from read to write pointer (Device::pending_rings). `hcq-dump show DIR` reads it. HCQ_BUNDLE_DIR=off writes none; at most
 // HCQ_BUNDLE_MAX (default 16) per process, so a test suite of timeouts cannot fill the disk.
+// Ownership: a bundle is a directory on disk the caller may keep or delete; nothing here holds on to it.
 #pragma once
 
 #include <cstdint>

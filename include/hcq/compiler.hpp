@@ -1,4 +1,7 @@
 // Compiler: source -> binary, with an on-disk cache under $XDG_CACHE_HOME/hcq (or ~/.cache/hcq).
+// Ownership: each Device owns its Compiler (Device::compiler()); binaries it returns are plain bytes the caller owns.
+// Threads: one thread at a time per Compiler; the on-disk cache itself is safe across threads and processes
+// (entries are written to a temporary file and renamed into place).
 #pragma once
 
 #include <cstdint>

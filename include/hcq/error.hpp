@@ -1,5 +1,6 @@
 // The one typed error hierarchy of hcq. Every message carries the context a person needs to act on it:
 // device, queue, address, expected vs found, errno text.
+// Ownership: errors are values; a device keeps its first fault as its sticky error (Device::record_error).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Everything a user's program needs: #include <hcq/hcq.hpp>.
+// Who owns what is said in each header this one includes.
 #pragma once
 
 #include "hcq/allocator.hpp"

@@ -1,4 +1,6 @@
 // The one documented place for every environment knob (docs/knobs.md lists them with defaults).
+// Lifetime: no state of their own; each knob is read from the environment when asked (HCQ_WAIT_TIMEOUT_MS once, on
+// first use, since every wait asks).
 #pragma once
 
 #include <chrono>

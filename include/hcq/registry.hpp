@@ -1,5 +1,7 @@
 // The device registry: devices by name, opened lazily, closed at exit. The only place that knows every driver.
 // Names: CPU[:n], AMD[:n], NV[:n], SIM-AMD:<gfx target>, SIM-NV:<arch>, CUDA[:n].
+// Ownership: the registry owns the devices it opens (shared with their buffers and programs: see Device) until
+// close_all_devices() or exit. Threads: every call is thread-safe.
 #pragma once
 
 #include <cstdint>

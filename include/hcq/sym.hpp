@@ -1,5 +1,7 @@
 // Symbolic values for patchable queues. A queue is built once with some operands left symbolic (a buffer address,
 // a signal value, a launch dim); each submit supplies the variables' values and only the changed ones are rewritten.
+// Ownership: Sym, Var and Dims are small values, copied freely; the values of variables are owned by the caller of
+// HWQueue::submit and read during that call only.
 #pragma once
 
 #include <array>

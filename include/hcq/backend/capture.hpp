@@ -19,6 +19,7 @@
 // n counts the submissions of one device (1, 2, ...); ns (steady clock) is written by the capture file only.
 // F is an hcq-dump decode format ("pm4", "sdma", "aql", "nv-push") or "cpu" (hcq's CPU queue words, shown raw).
 // ring_end is the queue's ring write position (dwords; NV: GPFIFO entries) just past this submission.
+// Ownership: each Device owns its Recent ring; the capture file is owned by the process (opened once, appended to).
 #pragma once
 
 #include <array>

@@ -1,6 +1,7 @@
 // Per-thread caches of heap blocks for the queue builders: a fresh HWQueue per eager launch (with its word vector,
 // packet starts, side blocks) must not cost a round of malloc/free each time. glibc's own per-thread cache keeps
 // only 7 blocks per size, which a burst of queues (a graph build, a batch of launches) overflows.
+// Lifetime: one cache per thread, emptied when the thread exits.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // Whether this build runs under AddressSanitizer: a few host paths change shape for it (where the unified VA goes,
 // whether heap blocks are cached), so that ASan's checks stay meaningful.
+// Nothing here owns anything: compile-time facts about the build.
 #pragma once
 
 namespace hcq {

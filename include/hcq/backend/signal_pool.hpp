@@ -1,4 +1,6 @@
 // The process-wide pool behind Signal: pages of 16-byte slots in the unified VA space, mapped into every device.
+// Ownership: the process owns the one pool (process().signals) and never destroys it; a Signal is a handle on a
+// slot, given back by OwnedSignal when it goes.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,6 @@
 // Clang's thread-safety analysis (-Wthread-safety): which mutex guards which member, checked at compile time when
 // the compiler is clang (scripts/test.sh runs that check); other compilers see empty macros.
+// Nothing here owns anything but its own std::mutex.
 #pragma once
 
 #include <mutex>

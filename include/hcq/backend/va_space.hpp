@@ -1,4 +1,6 @@
 // The process-wide unified VA reservation that backends map device memory into (see process.hpp).
+// Ownership: the process owns the one reservation (process().va) and never gives it back before exit; a range belongs
+// to whoever allocated it until freed.
 #pragma once
 
 #include <cstdint>
