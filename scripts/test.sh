@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts
+#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts,
+#                                                            then the formatting check (scripts/format.sh --check)
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
@@ -188,6 +189,15 @@ for script in tests/tools/*_test.py; do
     total_failed=$((total_failed + 1))
   fi
 done
+# The sources as .clang-format lays them out: one pass or failure, naming the files that differ.
+if out=$(scripts/format.sh --check 2>&1); then
+  echo "== format: $out"
+  total_passed=$((total_passed + 1))
+else
+  echo "== format: FAILED:"
+  echo "$out" | sed -n '1,21p'  # the count, then the first 20 files (sed reads on, so the pipe cannot break)
+  total_failed=$((total_failed + 1))
+fi
 if [[ $quick -eq 0 ]]; then
   # -O1 with debug info and assertions on: what the sanitizers recommend, readable stacks, and a third less compile
   # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not
