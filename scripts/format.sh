@@ -61,6 +61,7 @@ if [[ -z $differ ]]; then
   echo "$out" >&2  # clang-format failed for another reason (an unreadable .clang-format, a missing file)
   exit 2
 fi
-echo "$(wc -l <<<"$differ") of ${#files[@]} C and C++ files differ from .clang-format (scripts/format.sh rewrites them):"
+count=$(wc -l <<<"$differ")
+echo "$count of ${#files[@]} C and C++ files differ from .clang-format (scripts/format.sh rewrites them):"
 echo "$differ"
 exit 1
