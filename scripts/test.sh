@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls this):
 #   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts,
 #                                                            then tests/install (install, build a program against it),
-#                                                            then clang's thread-safety analysis of hcq/
+#                                                            then clang's thread-safety analysis of hcq/,
+#                                                            then the formatting check (scripts/format.sh --check)
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
 #   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
@@ -206,6 +207,15 @@ if out=$(scripts/check_thread_safety.sh 2>&1); then
 else
   echo "== thread-safety analysis FAILED:"
   echo "$out" | tail -30
+  total_failed=$((total_failed + 1))
+fi
+# The sources as .clang-format lays them out: one pass or failure, naming the files that differ.
+if out=$(scripts/format.sh --check 2>&1); then
+  echo "== format: $out"
+  total_passed=$((total_passed + 1))
+else
+  echo "== format: FAILED:"
+  echo "$out" | sed -n '1,21p'  # the count, then the first 20 files (sed reads on, so the pipe cannot break)
   total_failed=$((total_failed + 1))
 fi
 if [[ $quick -eq 0 ]]; then
