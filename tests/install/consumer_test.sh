@@ -3,7 +3,8 @@
 # (meson install --destdir), builds tests/install/consumer.cpp against it through pkg-config only, and runs it.
 #   - with hcq-cpu.pc: the program opens CPU:0, runs a kernel, and finds the AMD and simulator backends not linked;
 #     neither its link line nor its symbols hold anything of LLVM or the simulators;
-#   - with hcq.pc: the same program links the whole stack (the simulators' symbols are there).
+#   - with hcq.pc: the same program links the whole stack (the simulators' symbols are there);
+#   - the installed core library needs nothing of the layers above it (no driver, no registry).
 # Prints one line and exits 0 on success; on failure prints what went wrong and exits 1.
 #
 # usage: tests/install/consumer_test.sh [BUILD_DIR]      (default: build)
@@ -44,6 +45,17 @@ export PKG_CONFIG_PATH
 for f in include/hcq/hcq.hpp include/hcq/backend/os.hpp bin/hcq bin/hcq-dump; do
   [[ -e $prefix/$f ]] || fail "meson install did not install $f"
 done
+
+# The core knows no backend: every hcq symbol libhcq-core.a needs, it defines itself (the registry, which knows the
+# backends, is a layer above it).
+core=$root$libdir/libhcq-core.a
+[[ -f $core ]] || fail "meson install did not install libhcq-core.a"
+nm -C --defined-only "$core" | sed -n 's/^[0-9a-f]* [A-Za-z] //p' | sort -u >"$work/core.defined"
+nm -C --undefined-only "$core" | sed -n 's/^ *U //p' | grep 'hcq::' | sort -u >"$work/core.needed" || true
+comm -23 "$work/core.needed" "$work/core.defined" >"$work/core.missing"
+if [[ -s $work/core.missing ]]; then
+  fail "libhcq-core.a needs $(wc -l <"$work/core.missing") hcq symbols from other layers, e.g. $(head -3 "$work/core.missing")"
+fi
 
 # build <package> <binary>: compiles and links the consumer with nothing but what pkg-config says.
 build() {
