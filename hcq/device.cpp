@@ -71,6 +71,15 @@ Completion Device::TimelineSlot::commit() {
   return done;
 }
 
+Completion Device::last_submission() const {
+  // The value and its epoch as one pair: a timeline restart between the two reads shows as a changed epoch.
+  for (;;) {
+    const uint64_t epoch_before = epoch();
+    const uint64_t value = timeline_value() - 1;
+    if (epoch() == epoch_before) return Completion(const_cast<Device&>(*this), value, epoch_before);
+  }
+}
+
 bool Completion::done() const {
   if (device_ == nullptr || epoch_ != device_->epoch()) return true;
   return device_->timeline_signal().value() >= value_;

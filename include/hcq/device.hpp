@@ -113,7 +113,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // The next value to signal. A snapshot when another thread may be submitting.
   uint64_t timeline_value() const { return timeline_value_.load(std::memory_order_acquire); }
   // Everything submitted on this device until now.
-  Completion last_submission() const { return Completion(const_cast<Device&>(*this), timeline_value() - 1, epoch()); }
+  Completion last_submission() const;
   // Waits for everything submitted so far (timeline_value()-1), re-raises a sticky error, frees side memory the
   // device is done with, and past 2^31 swaps to the shadow timeline signal and restarts at 1 (32-bit compares on
   // some GPUs). Any thread; submissions from other threads during it are not waited for.
