@@ -76,6 +76,34 @@ TEST_P(GraphReplay, MatchesEagerWithChangingInputsDimsAndValues) {
   }
 }
 
+// Buffers name a call's memory directly (use()), and each replay hands back one completion per device: the point on
+// that device's timeline after which the replay's work there is done.
+TEST_P(GraphReplay, TakesBuffersAndReturnsACompletionPerDevice) {
+  Device& d0 = dev(0);
+  auto add = load(d0, kernels(d0).add_value_u32);
+  Buffer in(d0, kBytes), out(d0, kBytes);
+  std::vector<uint32_t> words(kWords);
+  for (uint32_t i = 0; i < kWords; ++i) words[i] = i * 7;
+  in.copyin(std::span<const uint32_t>(words));
+  const Var v{0};
+  std::vector<GraphCall> calls;
+  calls.push_back(KernelCall{add.get(), {use(out, Access::write), use(in, Access::read)}, {kWords, Sym(v)},
+                             {kWords / 16, 1, 1}, {16, 1, 1}});
+  Graph graph(calls);
+  ASSERT_EQ(graph.devices().size(), 1u);
+  for (uint64_t r = 1; r <= 3; ++r) {
+    const std::span<const Completion> done = graph.replay(std::vector<uint64_t>{r});
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].device(), &d0);
+    EXPECT_EQ(done[0].value(), d0.timeline_value() - 1) << "the replay's own value on the timeline";
+    done[0].wait();
+    EXPECT_TRUE(done[0].done());
+    std::vector<uint32_t> got(kWords);
+    out.copyout(std::span<uint32_t>(got));
+    for (uint32_t i = 0; i < kWords; ++i) ASSERT_EQ(got[i], i * 7 + r) << "replay " << r << " word " << i;
+  }
+}
+
 // Back-to-back replays, never waited in between: x += v in place on one of two inputs, then x copied to a fixed
 // buffer. With two queue sets the host patches one set while the other runs.
 TEST_P(GraphReplay, BackToBackReplaysAccumulate) {
