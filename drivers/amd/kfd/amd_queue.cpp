@@ -10,6 +10,7 @@
 #include "amd/decode.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_program.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/backend/heap_cache.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
@@ -347,7 +348,7 @@ AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs
   // Side memory: the kernarg segment (explicit arguments, then the launch block the kernel reads its group counts and
   // local size from), after the AQL-layout dispatch packet when one is wanted.
   const uint64_t kalign = std::max<uint64_t>(16, p->kernarg_segment_align());
-  const uint64_t karg_off = with_packet ? (aql::kPacketBytes + kalign - 1) / kalign * kalign : 0;
+  const uint64_t karg_off = with_packet ? align_up(aql::kPacketBytes, kalign) : 0;
   const uint64_t side_bytes = karg_off + p->kernarg_bytes();
   Launch l;
   l.program = p;

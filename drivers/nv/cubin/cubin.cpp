@@ -11,6 +11,7 @@
 #include <map>
 
 #include "common/elf64.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "nv/cubin/cubin_facts.hpp"
 #include "nv/facts/arch.hpp"
@@ -30,8 +31,6 @@ constexpr std::string_view kBad = "bad cubin: ";
 
 using Bytes = elf64::Bytes;
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 struct Section {
   Elf64_Shdr h;
@@ -193,7 +192,7 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
       const uint64_t a = std::max<uint64_t>(s.h.sh_addralign, pass == Kind::text   ? cubin::kTextAlign
                                                                : pass == Kind::bank ? cubin::kConstantAlign
                                                                                     : cubin::kDataAlign);
-      if (!is_pow2(a) || a > cubin::kConstantAlign * 16) bad(cat(s.name, ": alignment ", s.h.sh_addralign));
+      if (!is_power_of_two(a) || a > cubin::kConstantAlign * 16) bad(cat(s.name, ": alignment ", s.h.sh_addralign));
       if (s.h.sh_size > kMaxImageBytes) bad(cat(s.name, ": ", s.h.sh_size, " bytes"));
       s.placed = align_up(end, a);
       end = *s.placed + s.h.sh_size;

@@ -18,6 +18,7 @@
 
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "amd/target.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "sim/common/memfd_backing.hpp"
 
@@ -54,7 +55,6 @@ constexpr uint32_t kAllocKnownFlags =
     KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED | (1u << 24) /* EXT_COHERENT */;
 
 bool access_ok(uint64_t addr, uint64_t size) { return addr <= kUserVaTop && size <= kUserVaTop - addr; }
-uint64_t page_align(uint64_t v) { return (v + SimKfd::kPage - 1) & ~(SimKfd::kPage - 1); }
 
 }  // namespace
 
@@ -542,7 +542,7 @@ int SimKfd::alloc_memory(void* a) {
   // Stricter than the kernel, which ignores bits it does not know.
   if (args->flags & ~kAllocKnownFlags) return -EINVAL;
   if (args->size == 0) return -EINVAL;
-  const uint64_t size = page_align(args->size);
+  const uint64_t size = align_up(args->size, kPage);
   if (size < args->size) return -EINVAL;  // overflow
   if (args->va_addr % kPage != 0 || args->va_addr < kGpuVmBase || args->va_addr >= kUserVaTop ||
       size > kUserVaTop - args->va_addr)
@@ -720,7 +720,8 @@ void* SimKfd::mmap(int file, void* addr, size_t length, int prot, int flags, off
       doorbell_gpu = g->index;
     } else if (type == kMmapTypeEvents) {
       // The event page: its size must round to the same page order as KFD_SIGNAL_EVENT_LIMIT slots.
-      if (!event_page_bo_ || page_align(length) <= kEventPageBytes / 2 || page_align(length) > kEventPageBytes) {
+      const uint64_t pages_bytes = align_up(length, kPage);
+      if (!event_page_bo_ || pages_bytes <= kEventPageBytes / 2 || pages_bytes > kEventPageBytes) {
         *err = EINVAL;
         return MAP_FAILED;
       }

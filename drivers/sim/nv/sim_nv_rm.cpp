@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "hcq/backend/align.hpp"
 #include "nv/facts/arch.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
@@ -30,7 +31,6 @@ constexpr uint64_t kBigPage = 64 << 10, kHugePage = 2 << 20;
 constexpr uint32_t kUserdAlign = 512;  // NV_RAMUSERD_BASE_SHIFT: USERD sits on a 512-byte boundary
 constexpr uint32_t kEngineCopy0 = 9, kEngineCopyLast = 18;  // NV2080_ENGINE_TYPE_COPY0..COPY9
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 bool is_memory(RmKind k) {
   return k == RmKind::memory_local || k == RmKind::memory_system || k == RmKind::memory_os_descriptor;
 }
@@ -249,7 +249,7 @@ int SimNv::State::rm_alloc(int file, void* arg, size_t size) {
         }
         page = p.alignment;
       }
-      const uint64_t bytes = round_up(p.size, page);
+      const uint64_t bytes = align_up(p.size, page);
       const bool vram = *kind == RmKind::memory_local;
       if (vram && g.vram_used + bytes > g.spec->vram_bytes) {
         status = st::err_no_memory;
@@ -541,9 +541,9 @@ int SimNv::State::rm_map_memory_dma(void* arg, size_t size) {
   const bool fixed = (p.flags >> abi::nvos46_flags::dma_offset_fixed_shift) & 1;
   if (!fixed) {
     // First fit above the range's base, page aligned.
-    va = round_up(std::max<uint64_t>(range.base, kPage), m->page_size);
+    va = align_up(std::max<uint64_t>(range.base, kPage), m->page_size);
     for (const auto& [at, mp] : g.dma_vm)
-      if (at < va + length && va < at + mp.size) va = round_up(at + mp.size, m->page_size);
+      if (at < va + length && va < at + mp.size) va = align_up(at + mp.size, m->page_size);
   }
   if (va % kPage != 0) return finish(st::err_invalid_offset);
   if (va < range.base || va + length - 1 > range.limit || va + length < va) return finish(st::err_invalid_limit);
