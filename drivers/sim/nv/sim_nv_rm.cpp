@@ -29,7 +29,8 @@ namespace {
 constexpr uint64_t kPage = SimNv::kPage;
 constexpr uint64_t kBigPage = 64 << 10, kHugePage = 2 << 20;
 constexpr uint32_t kUserdAlign = 512;  // NV_RAMUSERD_BASE_SHIFT: USERD sits on a 512-byte boundary
-constexpr uint32_t kEngineCopy0 = 9, kEngineCopyLast = 18;  // NV2080_ENGINE_TYPE_COPY0..COPY9
+// NV2080_ENGINE_TYPE_COPY0..COPY9: ten copy engines numbered from the abi's first.
+constexpr uint32_t kEngineCopy0 = abi::engine_type::copy0, kEngineCopyLast = kEngineCopy0 + 9;
 
 bool is_memory(RmKind k) {
   return k == RmKind::memory_local || k == RmKind::memory_system || k == RmKind::memory_os_descriptor;
