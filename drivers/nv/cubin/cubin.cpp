@@ -13,24 +13,22 @@
 #include "common/elf64.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
+#include "nv/cubin/cubin_bad.hpp"
 #include "nv/cubin/cubin_facts.hpp"
-#include "nv/facts/arch.hpp"
 
 namespace hcq::nv {
 namespace {
 
 using cubin::Attr;
 using cubin::InfoFormat;
+using cubin_detail::bad;
+using cubin_detail::kBad;
 
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;  // far beyond any kernel; stops a header asking for 2^64
 constexpr std::string_view kHcqPrefix = ".hcq";
 constexpr std::string_view kSourceSection = ".hcq.source";
 
-constexpr std::string_view kBad = "bad cubin: ";
-[[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
-
 using Bytes = elf64::Bytes;
-
 
 struct Section {
   Elf64_Shdr h;
@@ -501,53 +499,6 @@ void Cubin::check_launch(const CubinKernel& k, std::array<uint32_t, 3> block, ui
   if (shared > lim.max_shared_bytes_per_block)
     throw InvalidArgument(cat(what, ": ", k.shared_bytes, " static + ", dynamic_shared, " dynamic shared bytes = ",
                               shared, ", a block may have ", lim.max_shared_bytes_per_block));
-}
-
-LaunchLimits launch_limits(const NvArchInfo& arch) {
-  LaunchLimits l;
-  l.max_threads_per_block = arch.max_threads_per_block;
-  l.max_registers_per_thread = arch.max_registers_per_thread;
-  l.registers_per_block = arch.registers_per_sm;  // 64 Ki on every architecture here: one block may take them all
-  l.max_shared_bytes_per_block = arch.max_shared_per_block;
-  return l;
-}
-
-std::vector<uint8_t> append_section(std::span<const uint8_t> elf, std::string_view name,
-                                    std::span<const uint8_t> bytes) {
-  const Bytes in(elf, kBad);
-  auto eh = elf64::read_header(in);
-  if (eh.e_machine != cubin::kMachineCuda) bad("append_section: not an ELF64 cubin");
-  if (uint32_t{eh.e_shnum} + 1 >= SHN_LORESERVE) bad("append_section: section header table this cannot extend");
-  const elf64::Sections table(in, eh);
-  std::vector<Elf64_Shdr> shdrs = table.headers();
-  Elf64_Shdr& strh = shdrs[eh.e_shstrndx];
-  const std::span<const uint8_t> old_names = table.contents(eh.e_shstrndx);
-
-  std::vector<uint8_t> out(elf.begin(), elf.end());
-  auto put = [&out](const void* p, size_t n, uint64_t align) {
-    out.resize(align_up(out.size(), align), 0);
-    const uint64_t at = out.size();
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
-    return at;
-  };
-  // The new section's contents, then the grown name table, then the header table.
-  Elf64_Shdr added{};
-  added.sh_type = SHT_PROGBITS;
-  added.sh_addralign = 1;
-  added.sh_size = bytes.size();
-  added.sh_offset = put(bytes.data(), bytes.size(), 1);
-  std::vector<uint8_t> names(old_names.begin(), old_names.end());
-  added.sh_name = static_cast<uint32_t>(names.size());
-  names.insert(names.end(), name.begin(), name.end());
-  names.push_back(0);
-  strh.sh_offset = put(names.data(), names.size(), 1);
-  strh.sh_size = names.size();
-  shdrs.push_back(added);
-  eh.e_shoff = put(shdrs.data(), shdrs.size() * sizeof(Elf64_Shdr), 8);
-  eh.e_shnum = static_cast<uint16_t>(shdrs.size());
-  std::memcpy(out.data(), &eh, sizeof eh);
-  return out;
 }
 
 }  // namespace hcq::nv
