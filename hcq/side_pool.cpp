@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/error.hpp"
 
@@ -13,7 +14,6 @@ namespace {
 constexpr uint64_t kMinAlign = 16;
 constexpr uint64_t kChunkGranule = 64 * 1024;
 
-uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cerrno>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "hcq/backend/va_space.hpp"
 #include "va_layout.hpp"
@@ -14,7 +15,6 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
-uint64_t align_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
 
 }  // namespace
 

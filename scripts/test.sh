@@ -5,7 +5,7 @@
 #                                                            then clang's thread-safety analysis of hcq/,
 #                                                            then the formatting check (scripts/format.sh --check)
 #   2. AddressSanitizer + UBSan build (build-asan/)       -> every test
-#   3. ThreadSanitizer build (build-tsan/)                -> the threaded tests (see TSAN_FILTER)
+#   3. ThreadSanitizer build (build-tsan/)                -> every test but those TSAN_EXCLUDE names
 #   4. the decoders' libFuzzer targets, 4 s each (build-fuzz/, clang; skipped without clang)
 # and ends with one line "N passed, N failed", summed over every run; the exit status is non-zero on any failure.
 #
@@ -33,19 +33,21 @@ scripts/setup.sh
 jobs=${HCQ_JOBS:-2}
 run_timeout=${HCQ_TEST_TIMEOUT:-900}
 
-# Tests that run threads of their own or drive a device's worker threads: the conformance suite (every device),
-# the CPU device's own tests (ring, commands, device, registry), the signal, queue and timeline tests, the buffer
-# tests (copies run on the CPU device's queues, across two devices too), device shutdown (joins the workers), and
-# the LRU cache's concurrent test. What is left (patch engine, VA space, compile cache, symbols) is single-threaded
-# and covered by the other two builds.
-# The AMD tests (queues, programs, the simulated KFD and the packet engines) run simulator threads per queue.
-TSAN_FILTER='*Conformance*:Cpu*:*Signal*:*Queue*:*Timeline*:Buffer.*:DeviceShutdown*:LruCache.Concurrent*'
-TSAN_FILTER+=':*Amd*:*Sdma*:*Pm4*:*Aql*:*Engine*'
-# Live capture's seqlock: snapshots taken while threads submit.
-TSAN_FILTER+=':CaptureRecent*'
-# The NVIDIA backend over SIM-NV (conformance and graph replay on every arch, queues, rings, faults, the simulated
-# RM + UVM): a simulator thread per channel, fed through USERD and semaphores at the process's own addresses.
-TSAN_FILTER+=':*SIM_NV*:*SimNv*:*Nv*OnSim*:*NvFault*:NvDevice*:NvRing*'
+# ThreadSanitizer runs every test, so a new subsystem's tests are checked for races without anyone listing them. What
+# it leaves out is listed here, each with its reason; a gtest negative filter (one pattern per entry) is built from it.
+TSAN_EXCLUDE=(
+  # Byte-flip, truncation and random-mutation sweeps over the single-threaded parsers (code objects, cubins, the AMD
+  # and NVIDIA command-stream decoders): thousands of parses and no thread, about a minute under TSan. ASan and the
+  # fuzz targets cover them.
+  'CodeObjectMalformed.*'
+  'CubinHostile.*'
+  '*DecodeRobustness.*'
+  # hcq-dump trace preloads libhcq-trace.so into an unsanitized probe program: a TSan-built shim brings a TSan runtime
+  # that cannot start inside it (SEGV at start-up, before any of our code runs). Not a race; the release build runs
+  # it.
+  'TraceShim.LogsKfdAndRmRequestsOnANonGpuFileDecodedWithEnotty'
+)
+TSAN_FILTER="-$(IFS=:; echo "${TSAN_EXCLUDE[*]}")"
 
 # Sanitizer reports stop the run at once, with a stack. Options the caller set come last, so they win.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

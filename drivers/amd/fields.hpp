@@ -1,38 +1,31 @@
-// The vocabulary every AMD packet fact is written in: a bit field of a packet dword, its enum names, a packet
-// layout. Encoders place values through these same objects and decoders read them back, so a fact lives in one place.
+// The vocabulary every AMD packet fact is written in: a bit field (common/bit_field.hpp) at a packet dword, a packet
+// layout, a register. Encoders place values through these same objects and decoders read them back, so a fact lives
+// in one place.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "common/bit_field.hpp"
+
 namespace hcq::amd {
 
-struct EnumName {
-  uint32_t value;
-  std::string_view name;
-};
+using hcq::BitField;
+using hcq::EnumName;
 
-// Bits [lo, lo + width) of dword `dword` of a packet (dword 0 is the header). width 64 means a 64-bit value whose low
-// half is dword `dword` and high half dword `dword + 1` (addresses, 64-bit data); lo is then 0.
-struct Field {
-  std::string_view name;
+// A bit field of dword `dword` of a packet (dword 0 is the header); the bits are the shared BitField's. width 64 means
+// a 64-bit value whose low half is dword `dword` and high half dword `dword + 1` (addresses, 64-bit data); lo is
+// then 0. Written {name, dword, lo, width, enums}, the order the packet tables read in.
+struct Field : BitField {
   uint8_t dword = 0;
-  uint8_t lo = 0;
-  uint8_t width = 32;
-  std::span<const EnumName> enums = {};
+
+  constexpr Field() = default;
+  constexpr Field(std::string_view name, uint8_t dword, uint8_t lo, uint8_t width = 32,
+                  std::span<const EnumName> enums = {})
+      : BitField{name, lo, width, enums}, dword(dword) {}
 
   constexpr bool is64() const { return width == 64; }
-  constexpr uint32_t mask() const { return width >= 32 ? 0xffffffffu : ((1u << width) - 1u); }
-  // The value placed into its dword (value bits beyond the width are dropped, as the hardware would ignore them).
-  constexpr uint32_t place(uint64_t v) const { return (static_cast<uint32_t>(v) & mask()) << lo; }
-  constexpr uint32_t get(uint32_t word) const { return (word >> lo) & mask(); }
-  // Enum name for a value, or empty.
-  constexpr std::string_view name_of(uint64_t v) const {
-    for (const EnumName& e : enums)
-      if (e.value == v) return e.name;
-    return {};
-  }
 };
 
 // A fixed-shape packet: name, length in dwords (0 = variable, the decoder takes it from the header) and fields.

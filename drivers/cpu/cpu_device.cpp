@@ -12,6 +12,7 @@
 #include "cpu_ring.hpp"
 #include "cpu_thread_pool.hpp"
 #include "cpu_worker.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
@@ -118,7 +119,7 @@ Allocation CpuDevice::alloc_memory(uint64_t size, const BufferSpec& spec) {
   }
   if (size > (uint64_t{1} << 62))
     throw OutOfMemory(cat(name(), ": ", size, " bytes asked, the host has ", memory_bytes_));
-  const uint64_t bytes = (size + kPage - 1) & ~(kPage - 1);
+  const uint64_t bytes = align_up(size, kPage);
 
   std::lock_guard lock(mem_mu_);
   if (memory_bytes_ != 0 && bytes_in_use() + bytes > memory_bytes_)

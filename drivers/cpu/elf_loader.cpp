@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "common/elf64.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::cpu {
@@ -30,7 +31,6 @@ constexpr uint64_t kMaxImageBytes = 256ull << 20;  // a kernel object is kilobyt
 constexpr uint64_t kStubBytes = 16;                // jmp *0(%rip) + 8-byte target, padded
 constexpr uint64_t kNotLaidOut = std::numeric_limits<uint64_t>::max();
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
 const char* reloc_name(uint32_t type) {
   switch (type) {

@@ -5,13 +5,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "nv/encode.hpp"
 
 namespace hcq::nv {
 namespace {
-
-constexpr uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 void check_size(std::span<const uint32_t> qmd, const qmd::QmdLayout& l) {
   if (qmd.size() < l.size_words)
@@ -145,7 +144,7 @@ void QmdBuilder::program(std::span<uint32_t> q, const QmdProgram& p) const {
   // Shared memory: what the block asks for plus the system's reserve, in 128-byte units. The SM carveout is the
   // smallest configuration of at least 32 KiB that holds it (as tinygrad chooses on hardware); the largest one the
   // SM has is the maximum.
-  const uint64_t shared = round_up(p.shared_bytes + arch_.reserved_shared_per_block, 128);
+  const uint64_t shared = align_up(p.shared_bytes + arch_.reserved_shared_per_block, 128);
   qmd::set(q, *r.shared_memory_size, shared >> r.shared_memory_shift);
   uint32_t carveout = 0;
   for (uint16_t kib : arch_.shared_carveouts_kib)
@@ -160,7 +159,7 @@ void QmdBuilder::program(std::span<uint32_t> q, const QmdProgram& p) const {
   qmd::set(q, *r.max_sm_config_shared_mem_size, arch_.shared_carveouts_kib.back() / 4u + 1);
 
   // Local memory per thread, in the units of the field (bytes in V3, 16 bytes in V5), rounded up to 16 bytes.
-  qmd::set(q, *r.shader_local_memory_high_size, round_up(p.local_bytes_per_thread, 16) >> r.local_memory_shift);
+  qmd::set(q, *r.shader_local_memory_high_size, align_up(p.local_bytes_per_thread, 16) >> r.local_memory_shift);
 
   // Bank 0 is the kernarg segment, set per launch; the hardware re-reads it each launch.
   qmd::set(q, *r.cbuf[0].invalidate, 1);
@@ -170,7 +169,7 @@ void QmdBuilder::program(std::span<uint32_t> q, const QmdProgram& p) const {
     check_aligned(Sym(b.address), uint64_t{1} << std::max<uint8_t>(r.cbuf_address_shift, 4), "constant bank address");
     put_address(q, *r.cbuf[i].address_lower, *r.cbuf[i].address_upper, Sym(b.address), r.cbuf_address_shift,
                 nullptr);
-    qmd::set(q, *r.cbuf[i].size_shifted4, round_up(b.size, 16) >> 4);
+    qmd::set(q, *r.cbuf[i].size_shifted4, align_up(b.size, 16) >> 4);
     qmd::set(q, *r.cbuf[i].valid, 1);
   }
 }
@@ -182,7 +181,7 @@ void QmdBuilder::launch(std::span<uint32_t> q, Sym cbank0_addr, uint32_t cbank0_
   // CONSTANT_BUFFER_SIZE_SHIFTED4 holds the size in 16-byte units, as its name says (13 bits cover the 64 KiB a
   // bank can have). tinygrad writes the byte count unshifted, which asks for 16 times the bank it has; the golden
   // vectors carry that value (0x160 for 0x160 bytes) and the test documents the difference.
-  qmd::set(q, *r.cbuf[0].size_shifted4, round_up(cbank0_size, 16) >> 4);
+  qmd::set(q, *r.cbuf[0].size_shifted4, align_up(cbank0_size, 16) >> 4);
   qmd::set(q, *r.cbuf[0].valid, 1);
   for (size_t i = 0; i < 3; ++i) {
     if ((grid[i].is_const() && grid[i].add == 0) || (block[i].is_const() && block[i].add == 0))

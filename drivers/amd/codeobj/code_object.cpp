@@ -12,6 +12,7 @@
 #include "amd/codeobj/elf_facts.hpp"
 #include "amd/codeobj/msgpack.hpp"
 #include "common/elf64.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::amd {
@@ -23,7 +24,6 @@ constexpr uint32_t kMaxKernels = 4096;
 constexpr std::string_view kBad = "bad code object: ";
 [[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
 
-bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 struct MetaKernel {
   std::string symbol;
@@ -145,7 +145,8 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
     if (ph.p_filesz > ph.p_memsz) bad(cat(what, " has p_filesz ", ph.p_filesz, " > p_memsz ", ph.p_memsz));
     if (ph.p_vaddr > kMaxImageBytes || ph.p_memsz > kMaxImageBytes - ph.p_vaddr)
       bad(cat(what, " at vaddr ", hex(ph.p_vaddr), " (+", ph.p_memsz, ") is beyond ", kMaxImageBytes, " bytes"));
-    if (ph.p_align > 1 && !is_pow2(ph.p_align)) bad(cat(what, " alignment ", ph.p_align, " is not a power of two"));
+    if (ph.p_align > 1 && !is_power_of_two(ph.p_align))
+      bad(cat(what, " alignment ", ph.p_align, " is not a power of two"));
     if (ph.p_align > 1 && ph.p_align <= kMaxImageBytes) co.align_ = std::max<uint64_t>(co.align_, ph.p_align);
     for (const Elf64_Phdr& o : loads)
       if (ph.p_vaddr < o.p_vaddr + o.p_memsz && o.p_vaddr < ph.p_vaddr + ph.p_memsz)
@@ -264,7 +265,7 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
     if (m == meta.end()) bad(cat("kernel ", k.name, " has no metadata entry (.symbol ", name, ")"));
     if (!m->has_kernarg_size) bad(cat("kernel ", k.name, " metadata has no .kernarg_segment_size"));
     if (m->kernarg_size > (1u << 20)) bad(cat("kernel ", k.name, " kernarg segment of ", m->kernarg_size, " bytes"));
-    if (m->kernarg_align > 4096 || (m->kernarg_align && !is_pow2(m->kernarg_align)))
+    if (m->kernarg_align > 4096 || (m->kernarg_align && !is_power_of_two(m->kernarg_align)))
       bad(cat("kernel ", k.name, " kernarg alignment ", m->kernarg_align));
     k.kernarg_segment_size = static_cast<uint32_t>(m->kernarg_size);
     k.kernarg_segment_align = static_cast<uint32_t>(m->kernarg_align);

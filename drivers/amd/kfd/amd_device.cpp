@@ -13,6 +13,7 @@
 #include "amd/kfd/amd_queue.hpp"
 #include "amd/kfd/drm_query.hpp"
 #include "amd/target.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
@@ -233,7 +234,7 @@ void AmdDevice::map_memory(const Allocation& a) {
   std::lock_guard lock(mu_);
   if (foreign_.count(a.va)) return;
   const uint64_t page = 4096;
-  const uint64_t lo = a.va & ~(page - 1), hi = (a.va + a.size + page - 1) & ~(page - 1);
+  const uint64_t lo = align_down(a.va, page), hi = align_up(a.va + a.size, page);
   foreign_[a.va] = gpu_->map_user(reinterpret_cast<void*>(lo), hi - lo);
 }
 

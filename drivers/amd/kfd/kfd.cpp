@@ -13,6 +13,7 @@
 
 #include "amd/aql_facts.hpp"
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/backend/process.hpp"
@@ -25,8 +26,6 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kEventPageBytes = 4096 * 8;       // KFD_SIGNAL_EVENT_LIMIT slots of 8 bytes
 constexpr uint64_t kDoorbellSliceBytes = 8192;       // a process's doorbells on one GPU (GFX9+)
 constexpr uint32_t kEopBytes = 4096;
-
-uint64_t page_align(uint64_t v) { return (v + kPage - 1) & ~(kPage - 1); }
 
 // "key value" lines of a sysfs properties file.
 std::map<std::string, uint64_t> parse_properties(const std::string& text) {
@@ -370,7 +369,7 @@ std::optional<std::string> KfdGpu::poll_exception() {
 std::unique_ptr<KfdBuffer> KfdGpu::alloc(uint64_t size, KfdBuffer::Kind kind, const KfdAllocOptions& opts) {
   if (size == 0) throw InvalidArgument(cat(describe(), ": allocation of 0 bytes"));
   if (kind == KfdBuffer::Kind::userptr) throw InvalidArgument(cat(describe(), ": use map_user for host memory"));
-  const uint64_t bytes = page_align(size);
+  const uint64_t bytes = align_up(size, kPage);
   std::unique_ptr<KfdBuffer> b(new KfdBuffer(*this));
   b->kind_ = kind;
   b->size_ = bytes;
@@ -409,7 +408,7 @@ std::unique_ptr<KfdBuffer> KfdGpu::map_user(void* addr, uint64_t size) {
   std::unique_ptr<KfdBuffer> b(new KfdBuffer(*this));
   b->kind_ = KfdBuffer::Kind::userptr;
   b->va_ = user;
-  b->size_ = page_align(size);
+  b->size_ = align_up(size, kPage);
   kfd_ioctl_alloc_memory_of_gpu_args a{};
   a.va_addr = user;
   a.size = b->size_;
@@ -492,9 +491,9 @@ std::unique_ptr<KfdQueue> KfdGpu::create_queue(KfdQueue::Type type, uint32_t rin
     // a header, and per CU the wave state (VGPRs, SGPRs, LDS, HW registers), per XCC.
     const uint32_t cus = std::max<uint32_t>(1, node_.cu_count() / node_.num_xcc);
     const uint32_t waves = node_.max_waves_per_simd * std::max<uint32_t>(1, node_.simd_per_cu);
-    const uint32_t ctl_stack = static_cast<uint32_t>(page_align(uint64_t{waves} * cus * 8 + 48));
+    const uint32_t ctl_stack = static_cast<uint32_t>(align_up(uint64_t{waves} * cus * 8 + 48, kPage));
     const uint64_t wg_data =
-        page_align(uint64_t{cus} * (0x60000 + node_.lds_size_in_kb * 1024ull + 0x200 * waves + 0x400));
+        align_up(uint64_t{cus} * (0x60000 + node_.lds_size_in_kb * 1024ull + 0x200 * waves + 0x400), kPage);
     const uint32_t ctx_bytes = static_cast<uint32_t>(ctl_stack + wg_data);
     q->ctx_save_ = alloc(uint64_t{ctx_bytes} * node_.num_xcc, KfdBuffer::Kind::gtt, KfdAllocOptions{});
     c.ctx_save_restore_address = q->ctx_save_->va();

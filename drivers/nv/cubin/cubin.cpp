@@ -1,6 +1,6 @@
-// Parsing order: header, section headers and names, symbols, layout of the allocated sections (the image), .nv.info
-// attributes, kernels, relocations. Every read of the input goes through the checked ELF64 view
-// (drivers/common/elf64.hpp).
+// Parsing, one named step each: header, section headers and names, symbols, layout of the allocated sections (the
+// image), reserved shared memory, .nv.info attributes, kernels, hcq descriptors, relocations. Every read of the input
+// goes through the checked ELF64 view (drivers/common/elf64.hpp).
 #include "nv/cubin/cubin.hpp"
 
 #include <elf.h>
@@ -11,27 +11,24 @@
 #include <map>
 
 #include "common/elf64.hpp"
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
+#include "nv/cubin/cubin_bad.hpp"
 #include "nv/cubin/cubin_facts.hpp"
-#include "nv/facts/arch.hpp"
 
 namespace hcq::nv {
 namespace {
 
 using cubin::Attr;
 using cubin::InfoFormat;
+using cubin_detail::bad;
+using cubin_detail::kBad;
 
 constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;  // far beyond any kernel; stops a header asking for 2^64
 constexpr std::string_view kHcqPrefix = ".hcq";
 constexpr std::string_view kSourceSection = ".hcq.source";
 
-constexpr std::string_view kBad = "bad cubin: ";
-[[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
-
 using Bytes = elf64::Bytes;
-
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 struct Section {
   Elf64_Shdr h;
@@ -106,65 +103,59 @@ std::optional<uint32_t> numbered_bank(std::string_view name) {
   return n;
 }
 
-}  // namespace
+// What the steps of parse() read: the checked section table, the sections by index and by name, the symbols.
+struct Input {
+  const elf64::Sections& table;
+  std::vector<Section> secs;
+  std::map<std::string, uint32_t, std::less<>> by_name;
+  std::vector<Symbol> syms;
+  uint32_t symtab_index = 0;
+};
 
-std::string cubin_identity(std::span<const uint8_t> bytes) {
-  // Two FNV-1a 64 lanes with different offsets; the second also mixes the position, so swapped bytes differ.
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    a = (a ^ bytes[i]) * 0x100000001b3ull;
-    b = (b ^ bytes[i] ^ (i & 0xff)) * 0x100000001b3ull;
-  }
-  char text[33];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return text;
-}
-
-Cubin Cubin::parse(std::span<const uint8_t> elf) {
-  const Bytes in(elf, kBad);
-  Cubin c;
-
-  // ---- header ----
-  const Elf64_Ehdr eh = elf64::read_header(in);
+// The ELF header: an EM_CUDA executable; returns its SM version.
+uint32_t check_header(const Elf64_Ehdr& eh) {
   if (eh.e_machine != cubin::kMachineCuda)
     bad(cat("e_machine ", eh.e_machine, ", expected EM_CUDA (", cubin::kMachineCuda, ")"));
   if (eh.e_type == cubin::kTypeRel)
     bad("a relocatable object (ET_REL, from -rdc / -c): link it with nvlink into an executable cubin first");
   if (eh.e_type != cubin::kTypeExec) bad(cat("e_type ", eh.e_type, ", expected ET_EXEC"));
-  c.sm_ = cubin::sm_of_flags(eh.e_ident[EI_ABIVERSION], eh.e_flags);
-  if (c.sm_ < 30)
+  const uint32_t sm = cubin::sm_of_flags(eh.e_ident[EI_ABIVERSION], eh.e_flags);
+  if (sm < 30)
     bad(cat("e_flags ", hex(eh.e_flags), " (ELF ABI version ", unsigned{eh.e_ident[EI_ABIVERSION]},
             ") name no SM version we know"));
+  return sm;
+}
 
-  // ---- sections ----
-  const elf64::Sections table(in, eh);
-  std::vector<Section> secs(table.size());
-  std::map<std::string, uint32_t, std::less<>> by_name;
-  for (uint32_t i = 0; i < secs.size(); ++i) {
-    secs[i].h = table[i];
+// Section headers and names.
+void read_sections(Input& in) {
+  in.secs.resize(in.table.size());
+  for (uint32_t i = 0; i < in.secs.size(); ++i) {
+    in.secs[i].h = in.table[i];
     if (i == 0) continue;
-    secs[i].name = std::string(table.name(i));
-    by_name.emplace(secs[i].name, i);
+    in.secs[i].name = std::string(in.table.name(i));
+    in.by_name.emplace(in.secs[i].name, i);
   }
+}
 
-  // ---- symbols ----
-  std::vector<Symbol> syms;
-  uint32_t symtab_index = 0;
-  for (uint32_t i = 1; i < secs.size(); ++i) {
-    if (secs[i].h.sh_type != SHT_SYMTAB) continue;
-    if (symtab_index) bad("more than one symbol table");
-    symtab_index = i;
-    const elf64::Symbols symtab = table.symbols(i);
+// The one symbol table.
+void read_symbols(Input& in) {
+  for (uint32_t i = 1; i < in.secs.size(); ++i) {
+    if (in.secs[i].h.sh_type != SHT_SYMTAB) continue;
+    if (in.symtab_index) bad("more than one symbol table");
+    in.symtab_index = i;
+    const elf64::Symbols symtab = in.table.symbols(i);
     for (uint64_t s = 0; s < symtab.size(); ++s) {
       const Elf64_Sym sym = symtab[s];
-      syms.push_back({std::string(symtab.name(s)), static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)),
+      in.syms.push_back({std::string(symtab.name(s)), static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)),
                       static_cast<uint8_t>(ELF64_ST_BIND(sym.st_info)), sym.st_shndx, sym.st_value, sym.st_size});
     }
   }
-  if (!symtab_index) bad("no symbol table");
+  if (!in.symtab_index) bad("no symbol table");
+}
 
-  // ---- layout: code, then constant banks 1..N, then global data ----
+// The image: code, then constant banks 1..N, then global data, each section placed at its alignment and copied in.
+std::vector<uint8_t> lay_out_image(Input& in, std::vector<CubinConstantBank>& banks) {
+  std::vector<Section>& secs = in.secs;
   enum class Kind { skip, text, bank, global };
   auto kind_of = [&](const Section& s) {
     const bool alloc = s.h.sh_flags & SHF_ALLOC;
@@ -193,35 +184,45 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
       const uint64_t a = std::max<uint64_t>(s.h.sh_addralign, pass == Kind::text   ? cubin::kTextAlign
                                                                : pass == Kind::bank ? cubin::kConstantAlign
                                                                                     : cubin::kDataAlign);
-      if (!is_pow2(a) || a > cubin::kConstantAlign * 16) bad(cat(s.name, ": alignment ", s.h.sh_addralign));
+      if (!is_power_of_two(a) || a > cubin::kConstantAlign * 16) bad(cat(s.name, ": alignment ", s.h.sh_addralign));
       if (s.h.sh_size > kMaxImageBytes) bad(cat(s.name, ": ", s.h.sh_size, " bytes"));
       s.placed = align_up(end, a);
       end = *s.placed + s.h.sh_size;
       if (end > kMaxImageBytes) bad(cat("image of more than ", kMaxImageBytes, " bytes"));
       if (pass == Kind::bank) {
         if (s.h.sh_size > 0x10000) bad(cat(s.name, ": ", s.h.sh_size, " bytes, a constant bank holds 64 KiB"));
-        c.banks_.push_back({*numbered_bank(s.name), *s.placed, static_cast<uint32_t>(s.h.sh_size)});
+        banks.push_back({*numbered_bank(s.name), *s.placed, static_cast<uint32_t>(s.h.sh_size)});
       }
     }
   }
-  c.image_.assign(align_up(end, cubin::kTextAlign), 0);
+  std::vector<uint8_t> image(align_up(end, cubin::kTextAlign), 0);
   for (uint32_t i = 1; i < secs.size(); ++i) {
     if (!secs[i].placed || secs[i].h.sh_type == SHT_NOBITS) continue;
-    const std::span<const uint8_t> src = table.contents(i);
-    std::copy(src.begin(), src.end(), c.image_.begin() + static_cast<ptrdiff_t>(*secs[i].placed));
+    const std::span<const uint8_t> src = in.table.contents(i);
+    std::copy(src.begin(), src.end(), image.begin() + static_cast<ptrdiff_t>(*secs[i].placed));
   }
+  return image;
+}
 
-  // ---- shared memory the compiler reserves for every kernel (.nv.shared.reserved.N) ----
+// Shared memory the compiler reserves for every kernel (.nv.shared.reserved.N).
+uint32_t compiler_reserved_shared(const Input& in) {
+  const std::vector<Section>& secs = in.secs;
+  uint32_t bytes = 0;
   for (uint32_t i = 1; i < secs.size(); ++i) {
     if (!secs[i].name.starts_with(cubin::kSharedReserved) || !(secs[i].h.sh_flags & SHF_ALLOC)) continue;
     if (secs[i].h.sh_size > 0x100000) bad(cat(secs[i].name, ": ", secs[i].h.sh_size, " bytes"));
-    c.reserved_shared_ += static_cast<uint32_t>(secs[i].h.sh_size);
+    bytes += static_cast<uint32_t>(secs[i].h.sh_size);
   }
+  return bytes;
+}
 
-  // ---- .nv.info: the global section keys attributes by function symbol ----
-  std::map<uint32_t, std::map<uint8_t, uint32_t>> per_symbol;  // symbol -> attribute -> value
-  if (const auto it = by_name.find(cubin::kInfo); it != by_name.end()) {
-    for (const InfoRecord& r : parse_info(table.contents(it->second), std::string(cubin::kInfo))) {
+using AttrsBySymbol = std::map<uint32_t, std::map<uint8_t, uint32_t>>;  // symbol -> attribute -> value
+
+// .nv.info: the global section keys attributes by function symbol.
+AttrsBySymbol global_attributes(const Input& in) {
+  AttrsBySymbol per_symbol;
+  if (const auto it = in.by_name.find(cubin::kInfo); it != in.by_name.end()) {
+    for (const InfoRecord& r : parse_info(in.table.contents(it->second), std::string(cubin::kInfo))) {
       const auto a = static_cast<Attr>(r.attr);
       if (a != Attr::regcount && a != Attr::frame_size && a != Attr::min_stack_size && a != Attr::max_stack_size)
         continue;
@@ -229,13 +230,19 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
       per_symbol[u32_at(r, 0, ".nv.info")][r.attr] = u32_at(r, 4, ".nv.info");
     }
   }
+  return per_symbol;
+}
 
-  // ---- kernels: functions with a .nv.info.<name> ----
+// Kernels: functions with a .nv.info.<name>, their parameters, limits and attributes.
+std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol, uint32_t reserved_shared) {
+  const std::vector<Section>& secs = in.secs;
+  const std::vector<Symbol>& syms = in.syms;
+  std::vector<CubinKernel> kernels;
   for (uint32_t si = 0; si < syms.size(); ++si) {
     const Symbol& sym = syms[si];
     if (sym.type != STT_FUNC || sym.name.empty()) continue;
-    const auto info_it = by_name.find(std::string(cubin::kInfo) + "." + sym.name);
-    if (info_it == by_name.end()) continue;  // a device function, not an entry
+    const auto info_it = in.by_name.find(std::string(cubin::kInfo) + "." + sym.name);
+    if (info_it == in.by_name.end()) continue;  // a device function, not an entry
     const std::string where = cat("kernel ", sym.name);
     if (sym.shndx == SHN_UNDEF || sym.shndx >= secs.size() || !secs[sym.shndx].placed ||
         secs[sym.shndx].name != std::string(cubin::kText) + sym.name)
@@ -252,7 +259,7 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
 
     bool has_cbank = false, has_param_size = false;
     uint32_t cbank_symbol = 0;
-    for (const InfoRecord& r : parse_info(table.contents(info_it->second), info_it->first)) {
+    for (const InfoRecord& r : parse_info(in.table.contents(info_it->second), info_it->first)) {
       const std::string& w = info_it->first;
       switch (static_cast<Attr>(r.attr)) {
         case Attr::param_cbank:
@@ -327,25 +334,30 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
     k.frame_bytes = attr(Attr::frame_size).value_or(0);
     k.stack_bytes = attr(Attr::min_stack_size).value_or(k.frame_bytes);
     k.max_stack_bytes = attr(Attr::max_stack_size).value_or(0);
-    if (const auto sh = by_name.find(std::string(cubin::kShared) + sym.name); sh != by_name.end()) {
+    if (const auto sh = in.by_name.find(std::string(cubin::kShared) + sym.name); sh != in.by_name.end()) {
       if (secs[sh->second].h.sh_size > 0xffffffffull) bad(cat(sh->first, ": ", secs[sh->second].h.sh_size, " bytes"));
       k.shared_bytes = static_cast<uint32_t>(secs[sh->second].h.sh_size);
     }
-    k.shared_bytes += c.reserved_shared_;
-    c.kernels_.push_back(std::move(k));
+    k.shared_bytes += reserved_shared;
+    kernels.push_back(std::move(k));
   }
+  return kernels;
+}
 
-  // ---- the hcq kernel descriptors (<name>_hcq_desc in global data) ----
+// The hcq kernel descriptors (<name>_hcq_desc in global data): how many buffers and values a kernel takes.
+void read_descriptors(const Input& in, const std::vector<uint8_t>& image, std::vector<CubinKernel>& kernels) {
+  const std::vector<Section>& secs = in.secs;
+  const std::vector<Symbol>& syms = in.syms;
   std::map<std::string_view, uint32_t> sym_by_name;
   for (uint32_t si = 0; si < syms.size(); ++si) sym_by_name.emplace(syms[si].name, si);
-  for (CubinKernel& k : c.kernels_) {
+  for (CubinKernel& k : kernels) {
     if (const auto it = sym_by_name.find(k.name + "_hcq_desc"); it != sym_by_name.end()) {
       const Symbol& s = syms[it->second];
       if (s.shndx >= secs.size() || !secs[s.shndx].placed || s.size < 12 || s.value > secs[s.shndx].h.sh_size ||
           12 > secs[s.shndx].h.sh_size - s.value)
         bad(cat(s.name, ": not 12 bytes of loaded data"));
       uint32_t d[3];
-      std::memcpy(d, c.image_.data() + *secs[s.shndx].placed + s.value, sizeof d);
+      std::memcpy(d, image.data() + *secs[s.shndx].placed + s.value, sizeof d);
       if (d[0] != 0x4b514348u) bad(cat(s.name, ": magic ", hex(d[0]), ", expected 0x4b514348 (HCQK)"));
       if (d[1] > 256 || d[2] > 256) bad(cat(s.name, ": ", d[1], " buffers and ", d[2], " values"));
       if (uint64_t{d[1]} * 8 + uint64_t{d[2]} * 4 > k.param_size)
@@ -355,8 +367,13 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
       k.num_values = d[2];
     }
   }
+}
 
-  // ---- relocations ----
+// Relocations of the placed sections, with REL addends read from the image.
+std::vector<Cubin::Relocation> read_relocations(const Input& in, const std::vector<uint8_t>& image) {
+  const std::vector<Section>& secs = in.secs;
+  const std::vector<Symbol>& syms = in.syms;
+  std::vector<Cubin::Relocation> relocs;
   for (uint32_t i = 1; i < secs.size(); ++i) {
     const Elf64_Shdr& h = secs[i].h;
     if (h.sh_type != SHT_RELA && h.sh_type != SHT_REL) continue;
@@ -364,10 +381,10 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
     const Section& target = secs[h.sh_info];
     if (!(target.h.sh_flags & SHF_ALLOC)) continue;  // debug information: never loaded
     if (!target.placed) bad(cat(secs[i].name, ": relocates ", target.name, ", which the loader does not place"));
-    if (h.sh_link != symtab_index) bad(cat(secs[i].name, ": sh_link is not the symbol table"));
+    if (h.sh_link != in.symtab_index) bad(cat(secs[i].name, ": sh_link is not the symbol table"));
     // RELA carries the addend; REL (what NVRTC emits for sm_80's data) keeps it in the patched field itself.
     const bool rela = h.sh_type == SHT_RELA;
-    const std::vector<Elf64_Rela> entries = table.relocations(i);
+    const std::vector<Elf64_Rela> entries = in.table.relocations(i);
     for (uint64_t e = 0; e < entries.size(); ++e) {
       Elf64_Rela r = entries[e];
       const uint32_t type = ELF64_R_TYPE(r.r_info), sym_index = ELF64_R_SYM(r.r_info);
@@ -385,12 +402,12 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
                   "an address)"));
         const uint64_t at = *target.placed + r.r_offset;
         uint64_t word = 0;
-        std::memcpy(&word, c.image_.data() + at, fact->bytes);
+        std::memcpy(&word, image.data() + at, fact->bytes);
         const uint64_t mask = fact->bytes == 4 ? 0xffffffffull : fact->shift ? 0xffffffffull : ~0ull;
         r.r_addend = static_cast<int64_t>((word >> fact->shift) & mask);
       }
       const Symbol& s = syms[sym_index];
-      Relocation rel{*target.placed + r.r_offset, type, 0, false};
+      Cubin::Relocation rel{*target.placed + r.r_offset, type, 0, false};
       if (s.shndx == SHN_ABS || (s.shndx == SHN_UNDEF && s.bind == STB_WEAK)) {
         rel.value = s.value + static_cast<uint64_t>(r.r_addend);
         rel.absolute = true;
@@ -400,9 +417,43 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
         bad(cat(secs[i].name, " entry ", e, ": ", fact->name, " against '", s.name, "', which is ",
                 s.shndx == SHN_UNDEF ? "undefined" : "in a section the loader does not place"));
       }
-      c.relocs_.push_back(rel);
+      relocs.push_back(rel);
     }
   }
+  return relocs;
+}
+
+}  // namespace
+
+std::string cubin_identity(std::span<const uint8_t> bytes) {
+  // Two FNV-1a 64 lanes with different offsets; the second also mixes the position, so swapped bytes differ.
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    a = (a ^ bytes[i]) * 0x100000001b3ull;
+    b = (b ^ bytes[i] ^ (i & 0xff)) * 0x100000001b3ull;
+  }
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return text;
+}
+
+Cubin Cubin::parse(std::span<const uint8_t> elf) {
+  const Bytes bytes(elf, kBad);
+  Cubin c;
+  const Elf64_Ehdr eh = elf64::read_header(bytes);
+  c.sm_ = check_header(eh);
+  const elf64::Sections table(bytes, eh);
+  Input in{table, {}, {}, {}, 0};
+  read_sections(in);
+  read_symbols(in);
+  c.image_ = lay_out_image(in, c.banks_);
+  c.reserved_shared_ = compiler_reserved_shared(in);
+  AttrsBySymbol per_symbol = global_attributes(in);
+  c.kernels_ = read_kernels(in, per_symbol, c.reserved_shared_);
+  read_descriptors(in, c.image_, c.kernels_);
+  c.relocs_ = read_relocations(in, c.image_);
+  const std::vector<Section>& secs = in.secs;
   // What image() promises: relocated for base 0 (an absolute address that does not fit its field is an error).
   c.image_ = c.image_at(0);
 
@@ -502,53 +553,6 @@ void Cubin::check_launch(const CubinKernel& k, std::array<uint32_t, 3> block, ui
   if (shared > lim.max_shared_bytes_per_block)
     throw InvalidArgument(cat(what, ": ", k.shared_bytes, " static + ", dynamic_shared, " dynamic shared bytes = ",
                               shared, ", a block may have ", lim.max_shared_bytes_per_block));
-}
-
-LaunchLimits launch_limits(const NvArchInfo& arch) {
-  LaunchLimits l;
-  l.max_threads_per_block = arch.max_threads_per_block;
-  l.max_registers_per_thread = arch.max_registers_per_thread;
-  l.registers_per_block = arch.registers_per_sm;  // 64 Ki on every architecture here: one block may take them all
-  l.max_shared_bytes_per_block = arch.max_shared_per_block;
-  return l;
-}
-
-std::vector<uint8_t> append_section(std::span<const uint8_t> elf, std::string_view name,
-                                    std::span<const uint8_t> bytes) {
-  const Bytes in(elf, kBad);
-  auto eh = elf64::read_header(in);
-  if (eh.e_machine != cubin::kMachineCuda) bad("append_section: not an ELF64 cubin");
-  if (uint32_t{eh.e_shnum} + 1 >= SHN_LORESERVE) bad("append_section: section header table this cannot extend");
-  const elf64::Sections table(in, eh);
-  std::vector<Elf64_Shdr> shdrs = table.headers();
-  Elf64_Shdr& strh = shdrs[eh.e_shstrndx];
-  const std::span<const uint8_t> old_names = table.contents(eh.e_shstrndx);
-
-  std::vector<uint8_t> out(elf.begin(), elf.end());
-  auto put = [&out](const void* p, size_t n, uint64_t align) {
-    out.resize(align_up(out.size(), align), 0);
-    const uint64_t at = out.size();
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
-    return at;
-  };
-  // The new section's contents, then the grown name table, then the header table.
-  Elf64_Shdr added{};
-  added.sh_type = SHT_PROGBITS;
-  added.sh_addralign = 1;
-  added.sh_size = bytes.size();
-  added.sh_offset = put(bytes.data(), bytes.size(), 1);
-  std::vector<uint8_t> names(old_names.begin(), old_names.end());
-  added.sh_name = static_cast<uint32_t>(names.size());
-  names.insert(names.end(), name.begin(), name.end());
-  names.push_back(0);
-  strh.sh_offset = put(names.data(), names.size(), 1);
-  strh.sh_size = names.size();
-  shdrs.push_back(added);
-  eh.e_shoff = put(shdrs.data(), shdrs.size() * sizeof(Elf64_Shdr), 8);
-  eh.e_shnum = static_cast<uint16_t>(shdrs.size());
-  std::memcpy(out.data(), &eh, sizeof eh);
-  return out;
 }
 
 }  // namespace hcq::nv

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/error.hpp"
@@ -305,12 +306,11 @@ void NvDevice::ensure_local_memory(uint32_t bytes_per_thread) {
   // can hold, the SMs of a TPC; the per-TPC size rounded to 32 KiB, the whole to 128 KiB. The GPU finds a TPC's
   // share by the TPC's physical number, so there is one share for every TPC the chip was designed with
   // (GPCs x TPCs per GPC), floorswept ones too: the enabled count would leave the high-numbered TPCs unbacked.
-  auto round_up = [](uint64_t v, uint64_t to) { return (v + to - 1) / to * to; };
-  const uint64_t per_thread = round_up(bytes_per_thread, 32);
-  const uint64_t per_tpc = round_up(round_up(per_thread * 32, 0x200) * f.max_warps_per_sm * f.sms_per_tpc, 0x8000);
+  const uint64_t per_thread = align_up(bytes_per_thread, 32);
+  const uint64_t per_tpc = align_up(align_up(per_thread * 32, 0x200) * f.max_warps_per_sm * f.sms_per_tpc, 0x8000);
   const uint64_t tpcs = f.max_tpcs;
   NvAllocOptions o;
-  auto mem = gpu_->alloc(round_up(per_tpc * tpcs, 0x20000), o);
+  auto mem = gpu_->alloc(align_up(per_tpc * tpcs, 0x20000), o);
   std::vector<uint32_t> words;
   PushbufferEncoder(*f.arch, words).set_local_memory(mem->va(), per_tpc, 0xff);
   NvRing* ring = nullptr;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/backend/process.hpp"
@@ -30,7 +31,6 @@ constexpr uint64_t kVaspaceSize = 0x1fffffb000000;
 constexpr uint64_t kVirtmemLimit = 0x1ffffffffffff;
 constexpr uint32_t kPitchFormat = 6;  // the surface format RM takes for plain buffers (tinygrad's value)
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 }  // namespace
@@ -235,7 +235,7 @@ std::unique_ptr<NvMemory> NvGpu::alloc(uint64_t size, const NvAllocOptions& opts
   RmClient& rm = driver_->rm();
   const uint64_t page = opts.where == Where::vram && size >= kHugeFrom ? kHugePage : kPage;
   std::unique_ptr<NvMemory> m(new NvMemory(*this));
-  m->size_ = round_up(size, page);
+  m->size_ = align_up(size, page);
   m->va_ = process().va.alloc(m->size_, page);
   m->va_from_space_ = true;
 
@@ -289,8 +289,8 @@ std::unique_ptr<NvMemory> NvGpu::alloc(uint64_t size, const NvAllocOptions& opts
 }
 
 std::unique_ptr<NvMemory> NvGpu::map_host(void* addr, uint64_t size) {
-  const uint64_t lo = ptr(addr) & ~(kPage - 1);
-  const uint64_t hi = round_up(ptr(addr) + size, kPage);
+  const uint64_t lo = align_down(ptr(addr), kPage);
+  const uint64_t hi = align_up(ptr(addr) + size, kPage);
   if (size == 0 || hi <= lo)
     throw InvalidArgument(cat(describe(), ": host mapping of ", size, " bytes at ", hex(ptr(addr))));
   std::unique_ptr<NvMemory> m(new NvMemory(*this));

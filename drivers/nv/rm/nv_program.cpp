@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "nv/facts/arch.hpp"
 #include "nv/rm/nv_device.hpp"
@@ -37,8 +38,7 @@ hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k)
   // register file.
   const nv::LaunchLimits lim = launch_limits(arch);
   const uint64_t regs = std::max(1u, k.registers);
-  const uint64_t per_warp = (regs * lim.warp_size + lim.register_alloc_unit - 1) / lim.register_alloc_unit *
-                            lim.register_alloc_unit;
+  const uint64_t per_warp = align_up(regs * lim.warp_size, lim.register_alloc_unit);
   uint64_t threads = std::min<uint64_t>(lim.max_threads_per_block, lim.registers_per_block / per_warp * lim.warp_size);
   if (k.max_threads) {
     const uint64_t bound = uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) *

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
@@ -357,7 +358,7 @@ void* SimNv::mmap(int file, void* addr, size_t length, int prot, int flags, off_
     }
     // nvidia_mmap: only with a context RM_MAP_MEMORY created on this file, for exactly its (page-rounded) size.
     if (f->kind == NvFile::Kind::uvm || !f->mmap_context || offset != 0 ||
-        length != (f->mmap_context->length + kPage - 1) / kPage * kPage) {
+        length != align_up(f->mmap_context->length, kPage)) {
       *err = EINVAL;
       return MAP_FAILED;
     }

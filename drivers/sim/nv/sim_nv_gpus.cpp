@@ -7,6 +7,7 @@
 
 #include "hcq/error.hpp"
 #include "nv/rm/abi/classes.hpp"
+#include "nv/rm/abi/ctrl.hpp"
 
 namespace hcq::sim {
 
@@ -14,18 +15,18 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-// MC arch/implementation ids: ctrl2080mc.h NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_GA100 (0x170) with
-// IMPLEMENTATION_GA102 (2) or GA100 (0), ARCHITECTURE_GH100 (0x180) / GH100 (0), ARCHITECTURE_GB100 (0x1a0) / GB100 (0).
+namespace arch = nv::abi::arch_info;  // MC architecture and implementation ids (ctrl2080mc.h)
+
 constexpr std::array kGpus = {
     SimNvGpuSpec{"ampere", "NVIDIA GeForce RTX 3090 (simulated)", nv::NvArch::ampere, 86, 0x2204,
-                 7, 6, 2, 82, 24 * kGiB, 0x170, 0x2},
+                 7, 6, 2, 82, 24 * kGiB, arch::ga100, arch::impl_ga102},
     // GA100 (sm_80): AMPERE_COMPUTE_A and AMPERE_DMA_COPY_A, whose semaphores are 32-bit only.
     SimNvGpuSpec{"ga100", "NVIDIA A100-SXM4-80GB (simulated)", nv::NvArch::ampere, 80, 0x20b2,
-                 8, 8, 2, 108, 80 * kGiB, 0x170, 0x0},
+                 8, 8, 2, 108, 80 * kGiB, arch::ga100, arch::impl_ga100},
     SimNvGpuSpec{"hopper", "NVIDIA H100 80GB HBM3 (simulated)", nv::NvArch::hopper, 90, 0x2330,
-                 8, 9, 2, 132, 80 * kGiB, 0x180, 0x0},
+                 8, 9, 2, 132, 80 * kGiB, arch::gh100, arch::impl_gh100},
     SimNvGpuSpec{"blackwell", "NVIDIA B200 (simulated)", nv::NvArch::blackwell, 100, 0x2901,
-                 8, 10, 2, 148, 180 * kGiB, 0x1a0, 0x0},
+                 8, 10, 2, 148, 180 * kGiB, arch::gb100, arch::impl_gb100},
 };
 
 }  // namespace

@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "hcq/backend/align.hpp"
 #include "nv/facts/arch.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
+#include "sim/nv/sim_nv_rm_alloc.hpp"
 #include "sim/nv/sim_nv_state.hpp"
 
 namespace hcq::sim {
@@ -26,11 +28,10 @@ namespace cls = nv::abi::cls;
 namespace {
 
 constexpr uint64_t kPage = SimNv::kPage;
-constexpr uint64_t kBigPage = 64 << 10, kHugePage = 2 << 20;
 constexpr uint32_t kUserdAlign = 512;  // NV_RAMUSERD_BASE_SHIFT: USERD sits on a 512-byte boundary
-constexpr uint32_t kEngineCopy0 = 9, kEngineCopyLast = 18;  // NV2080_ENGINE_TYPE_COPY0..COPY9
+// NV2080_ENGINE_TYPE_COPY0..COPY9: ten copy engines numbered from the abi's first.
+constexpr uint32_t kEngineCopy0 = abi::engine_type::copy0, kEngineCopyLast = kEngineCopy0 + 9;
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 bool is_memory(RmKind k) {
   return k == RmKind::memory_local || k == RmKind::memory_system || k == RmKind::memory_os_descriptor;
 }
@@ -87,6 +88,38 @@ std::shared_ptr<NvMemory> memory_of(RmObjectTree& tree, RmHandle client, RmHandl
   RmObject* o = tree.find(client, h);
   if (o == nullptr || !is_memory(o->kind)) return nullptr;
   return std::static_pointer_cast<NvMemory>(o->payload);
+}
+
+RmStatus alloc_subdevice(RmAllocRequest& r) {
+  abi::SubdeviceAllocParams p{};
+  if (r.params) std::memcpy(&p, r.params, sizeof p);
+  if (p.subdevice_id != 0) return st::err_invalid_argument;  // one subdevice per simulated device
+  return st::ok;
+}
+
+// Only through RM_ALLOC_MEMORY (NVOS02) here.
+RmStatus alloc_os_descriptor(RmAllocRequest&) { return st::err_not_supported; }
+
+// The handler of each kind RM_ALLOC creates; a kind without one (the device) needs nothing beyond the shared checks.
+constexpr std::pair<RmKind, RmAllocHandler> kAllocHandlers[] = {
+    {RmKind::subdevice, alloc_subdevice},
+    {RmKind::vaspace, alloc_vaspace},
+    {RmKind::memory_virtual, alloc_memory_virtual},
+    {RmKind::channel_group, alloc_channel_group},
+    {RmKind::context_share, alloc_context_share},
+    {RmKind::channel, alloc_channel},
+    {RmKind::compute, alloc_engine_object},
+    {RmKind::copy, alloc_engine_object},
+    {RmKind::memory_local, alloc_memory},
+    {RmKind::memory_system, alloc_memory},
+    {RmKind::memory_os_descriptor, alloc_os_descriptor},
+    {RmKind::debugger, alloc_debugger},
+};
+
+RmAllocHandler alloc_handler(RmKind k) {
+  for (const auto& [kind, handler] : kAllocHandlers)
+    if (kind == k) return handler;
+  return nullptr;
 }
 
 }  // namespace
@@ -150,170 +183,10 @@ int SimNv::State::rm_alloc(int file, void* arg, size_t size) {
     return 0;
   }
 
-  // A channel group's or context share's VA space: 0 (the device's default) or a VA space of this client.
-  auto vaspace_or_none = [&](RmHandle h) {
-    const RmObject* v = h != 0 ? tree.find(a21->client, h) : nullptr;
-    return h == 0 || (v != nullptr && v->kind == RmKind::vaspace);
-  };
-  switch (*kind) {
-    case RmKind::subdevice: {
-      abi::SubdeviceAllocParams p{};
-      if (params) std::memcpy(&p, params, sizeof p);
-      if (p.subdevice_id != 0) {
-        status = st::err_invalid_argument;  // one subdevice per simulated device
-        return 0;
-      }
-      break;
-    }
-    case RmKind::vaspace: {
-      abi::VaspaceAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      auto r = std::make_shared<NvVirtualRange>();
-      r->gpu = g.index;
-      r->base = p.va_base;
-      r->limit = p.va_size ? p.va_base + p.va_size - 1 : ~uint64_t{0};
-      obj.payload = r;
-      break;
-    }
-    case RmKind::memory_virtual: {
-      abi::MemoryVirtualAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      if (p.limit != 0 && p.limit < p.offset) {
-        status = st::err_invalid_limit;
-        return 0;
-      }
-      auto r = std::make_shared<NvVirtualRange>();
-      r->gpu = g.index;
-      r->base = p.offset;
-      r->limit = p.limit ? p.limit : ~uint64_t{0};
-      obj.payload = r;
-      break;
-    }
-    case RmKind::channel_group: {
-      abi::ChannelGroupAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      if (!vaspace_or_none(p.vaspace)) {
-        status = st::err_object_not_found;
-        return 0;
-      }
-      auto grp = std::make_shared<NvChannelGroup>();
-      grp->engine_type = p.engine_type;
-      obj.payload = grp;
-      break;
-    }
-    case RmKind::context_share: {
-      abi::ContextShareAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      if (!vaspace_or_none(p.vaspace)) {
-        status = st::err_object_not_found;
-        return 0;
-      }
-      // RM picks the subcontext id: the next one free in the group.
-      uint32_t id = 0;
-      for (const RmObject* c : tree.children(a21->client, parent->handle))
-        if (c->kind == RmKind::context_share) ++id;
-      p.subctx_id = id;
-      std::memcpy(params, &p, sizeof p);
-      break;
-    }
-    case RmKind::channel:
-      status = alloc_channel(a21->client, *parent, obj, params);
-      if (status != st::ok) return 0;
-      break;
-    case RmKind::compute:
-    case RmKind::copy: {
-      auto ch = std::static_pointer_cast<NvChannel>(parent->payload);
-      ch->engine_classes.push_back(a21->class_id);
-      auto e = std::make_shared<NvEngineObject>();
-      e->channel = ch;
-      e->class_id = a21->class_id;
-      obj.payload = e;
-      break;
-    }
-    case RmKind::memory_local:
-    case RmKind::memory_system: {
-      abi::MemoryAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      if (p.size == 0) {
-        status = st::err_invalid_argument;
-        return 0;
-      }
-      const uint32_t page_attr = (p.attr >> abi::nvos32::attr_page_size_shift) & 3;
-      uint64_t page = page_attr == abi::nvos32::page_size_huge  ? kHugePage
-                      : page_attr == abi::nvos32::page_size_big ? kBigPage
-                                                                 : kPage;
-      if ((p.flags & abi::nvos32::alloc_alignment_force) && p.alignment > page) {
-        if (!std::has_single_bit(p.alignment)) {
-          status = st::err_invalid_argument;
-          return 0;
-        }
-        page = p.alignment;
-      }
-      const uint64_t bytes = round_up(p.size, page);
-      const bool vram = *kind == RmKind::memory_local;
-      if (vram && g.vram_used + bytes > g.spec->vram_bytes) {
-        status = st::err_no_memory;
-        return 0;
-      }
-      auto m = std::make_shared<NvMemory>();
-      m->where = vram ? NvMemory::Where::vram : NvMemory::Where::sysmem;
-      m->gpu = g.index;
-      m->size = bytes;
-      m->page_size = page;
-      auto b = NvBacking::make(vram ? "hcq-sim-nv-vram" : "hcq-sim-nv-sysmem", bytes);
-      if (!b) {
-        status = st::err_no_memory;
-        return 0;
-      }
-      m->backing = *b;
-      p.size = bytes;
-      p.offset = vram ? g.vram_used : 0;  // where in the framebuffer it landed
-      p.limit = bytes - 1;
-      if (vram) g.vram_used += bytes;
-      std::memcpy(params, &p, sizeof p);
-      obj.payload = m;
-      break;
-    }
-    case RmKind::memory_os_descriptor:
-      status = st::err_not_supported;  // only through RM_ALLOC_MEMORY (NVOS02) here
-      return 0;
-    case RmKind::debugger: {
-      // ksmdbgssnConstruct: the old interface is refused; the debuggee client (0: the caller's) must exist and
-      // hold the object; the object must be a compute object, on this device's GPU.
-      abi::DebuggerAllocParams p;
-      std::memcpy(&p, params, sizeof p);
-      if (p.debugger_client_obsolete != 0) {
-        status = st::err_invalid_argument;
-        return 0;
-      }
-      const RmHandle app = p.app_client != 0 ? p.app_client : a21->client;
-      if (!tree.client_exists(app)) {
-        status = st::err_invalid_client;
-        return 0;
-      }
-      const RmObject* target = tree.find(app, p.class3d_object);
-      if (target == nullptr) {
-        status = st::err_invalid_object_parent;
-        return 0;
-      }
-      if (target->kind != RmKind::compute) {
-        status = st::err_invalid_object;
-        return 0;
-      }
-      if (target->gpu != obj.gpu) {
-        status = st::err_invalid_argument;
-        return 0;
-      }
-      auto d = std::make_shared<NvDebugger>();
-      d->app_client = app;
-      d->compute_object = target->handle;
-      d->channel_handle = target->parent;
-      d->channel = std::static_pointer_cast<NvEngineObject>(target->payload)->channel;
-      obj.payload = d;
-      break;
-    }
-    default:
-      break;
+  RmAllocRequest request{*this, a21->client, *parent, obj, params, g};
+  if (const RmAllocHandler handler = alloc_handler(*kind)) {
+    status = handler(request);
+    if (status != st::ok) return 0;
   }
   tree.insert(a21->client, std::move(obj));
   a21->object = handle;
@@ -541,9 +414,9 @@ int SimNv::State::rm_map_memory_dma(void* arg, size_t size) {
   const bool fixed = (p.flags >> abi::nvos46_flags::dma_offset_fixed_shift) & 1;
   if (!fixed) {
     // First fit above the range's base, page aligned.
-    va = round_up(std::max<uint64_t>(range.base, kPage), m->page_size);
+    va = align_up(std::max<uint64_t>(range.base, kPage), m->page_size);
     for (const auto& [at, mp] : g.dma_vm)
-      if (at < va + length && va < at + mp.size) va = round_up(at + mp.size, m->page_size);
+      if (at < va + length && va < at + mp.size) va = align_up(at + mp.size, m->page_size);
   }
   if (va % kPage != 0) return finish(st::err_invalid_offset);
   if (va < range.base || va + length - 1 > range.limit || va + length < va) return finish(st::err_invalid_limit);

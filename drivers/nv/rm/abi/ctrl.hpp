@@ -149,6 +149,8 @@ constexpr uint32_t gh100 = 0x180;  // Hopper
 constexpr uint32_t ad100 = 0x190;  // Ada
 constexpr uint32_t gb100 = 0x1a0;  // Blackwell (datacenter)
 constexpr uint32_t gb200 = 0x1b0;  // Blackwell (GB20x)
+// NV2080_CTRL_MC_ARCH_INFO_IMPLEMENTATION_*: the chip within an architecture.
+constexpr uint32_t impl_ga100 = 0x0, impl_ga102 = 0x2, impl_gh100 = 0x0, impl_gb100 = 0x0;
 }  // namespace arch_info
 
 // NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS (= NVA06F's); skip_enable is 580's (570 sends the first two bytes).
