@@ -178,6 +178,7 @@ TEST(CodeObjectMalformed, BadHeaderFieldsAndIndexes) {
   const auto eh = peek<Elf64_Ehdr>(good, 0);
   std::vector<uint8_t> b;
 
+  // clang-format off: one corruption and its expected complaint per row
   b = good; b[0] = 0; expect_bad(b, "no ELF magic");
   b = good; poke<uint16_t>(b, offsetof(Elf64_Ehdr, e_machine), 62); expect_bad(b, "EM_AMDGPU");
   b = good; b[EI_OSABI] = 0; expect_bad(b, "ELFOSABI_AMDGPU_HSA");
@@ -207,6 +208,7 @@ TEST(CodeObjectMalformed, BadHeaderFieldsAndIndexes) {
     b = good; poke<uint64_t>(b, at + offsetof(Elf64_Phdr, p_vaddr), ~0ull - 4); expect_bad(b, "PT_LOAD");
     break;
   }
+  // clang-format on
 }
 
 }  // namespace

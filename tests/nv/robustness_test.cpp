@@ -56,6 +56,7 @@ TEST(NvDecodeRobustness, RandomWordsIntoEveryDecoder) {
 TEST(NvDecodeRobustness, MalformedStreamsAreReportedAndSkipped) {
   const NvArchInfo& a = arch_info(NvArch::ampere);
   const uint32_t release = pb::header(SecOp::inc_method, 0, 0x20, 1);  // NON_STALL_INTERRUPT
+  // clang-format off: one method (header and payload) per row
   std::vector<uint32_t> w{
       pb::header(SecOp::inc_method, 1, 0x2b4, 0),  // count 0
       pb::header(SecOp::reserved6, 0, 0, 1),       // reserved SEC_OP
@@ -66,6 +67,7 @@ TEST(NvDecodeRobustness, MalformedStreamsAreReportedAndSkipped) {
       release, 0,                                        // a good method after all of it
       pb::header(SecOp::inc_method, 0, 0x5c, 5), 1, 2,   // truncated: wants 5, has 2
   };
+  // clang-format on
   const auto d = decode_pushbuffer(w, a);
   expect_covers(d, w.size());
   ASSERT_EQ(d.size(), 8u);
@@ -85,12 +87,14 @@ TEST(NvDecodeRobustness, MalformedStreamsAreReportedAndSkipped) {
 
 TEST(NvDecodeRobustness, SetObjectRebindsAndImmediateAndNonIncDecode) {
   const NvArchInfo& h = arch_info(NvArch::hopper);
+  // clang-format off: one method (header and payload) per row
   std::vector<uint32_t> w{
       pb::header(SecOp::inc_method, 2, 0x000, 1), h.classes.copy,             // bind copy to subchannel 2
       pb::header(SecOp::non_inc_method, 2, 0x418, 3), 1, 2, 3,                // LINE_LENGTH_IN three times
       pb::header(SecOp::one_inc, 2, 0x404, 3), 10, 11, 12,                    // OFFSET_IN_LOWER, then UPPER x2
       pb::header(SecOp::immd_data_method, 1, 0x1698, 0x1011),                 // INVALIDATE_SHADER_CACHES_NO_WFI
   };
+  // clang-format on
   SubchannelMap map = SubchannelMap::for_arch(h);
   const auto d = decode_pushbuffer(w, map);
   expect_covers(d, w.size());

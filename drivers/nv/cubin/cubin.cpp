@@ -13,6 +13,7 @@
 #include "common/elf64.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
+#include "hcq/kernel_abi.h"
 #include "nv/cubin/cubin_bad.hpp"
 #include "nv/cubin/cubin_facts.hpp"
 
@@ -358,7 +359,7 @@ void read_descriptors(const Input& in, const std::vector<uint8_t>& image, std::v
         bad(cat(s.name, ": not 12 bytes of loaded data"));
       uint32_t d[3];
       std::memcpy(d, image.data() + *secs[s.shndx].placed + s.value, sizeof d);
-      if (d[0] != 0x4b514348u) bad(cat(s.name, ": magic ", hex(d[0]), ", expected 0x4b514348 (HCQK)"));
+      if (d[0] != HCQ_KERNEL_MAGIC) bad(cat(s.name, ": magic ", hex(d[0]), ", expected ", hex(HCQ_KERNEL_MAGIC), " (HCQK)"));
       if (d[1] > 256 || d[2] > 256) bad(cat(s.name, ": ", d[1], " buffers and ", d[2], " values"));
       if (uint64_t{d[1]} * 8 + uint64_t{d[2]} * 4 > k.param_size)
         bad(cat(s.name, ": ", d[1], " buffers and ", d[2], " values do not fit the kernel's ", k.param_size,
