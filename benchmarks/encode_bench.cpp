@@ -43,8 +43,8 @@ bool set_up(benchmark::State& state, const char* device, Setup& s) {
   }
 }
 
-std::unique_ptr<hcq::HWQueue> encode_launch(hcq::Device& dev, const hcq::Program& program,
-                                            const hcq::LaunchArgs& args, uint64_t value) {
+std::unique_ptr<hcq::HWQueue> encode_launch(hcq::Device& dev, const hcq::Program& program, const hcq::LaunchArgs& args,
+                                            uint64_t value) {
   std::unique_ptr<hcq::HWQueue> q = dev.compute_queue();
   q->wait(dev.timeline_signal(), value - 1)
       .memory_barrier()
@@ -98,8 +98,8 @@ void BM_YardstickVectorCopy(benchmark::State& state, const char* device) {
   state.SetLabel(std::to_string(words.size()) + " words (" + s.dev->name() + "'s launch)");
 }
 
-#define HCQ_ENCODE_BENCH(tag, device)                                                     \
-  BENCHMARK_CAPTURE(BM_EncodeLaunch, tag, device)->UseManualTime();                      \
+#define HCQ_ENCODE_BENCH(tag, device)                               \
+  BENCHMARK_CAPTURE(BM_EncodeLaunch, tag, device)->UseManualTime(); \
   BENCHMARK_CAPTURE(BM_YardstickVectorCopy, tag, device)->UseManualTime()
 
 HCQ_ENCODE_BENCH(CPU, "CPU");

@@ -61,9 +61,17 @@ void BM_GraphReplay(benchmark::State& state, const char* device) {
 }
 BENCHMARK_CAPTURE(BM_GraphReplay, CPU, "CPU:0")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Arg(1024)->UseManualTime();
 BENCHMARK_CAPTURE(BM_GraphReplay, SIM_AMD_gfx1100, "SIM-AMD:gfx1100")
-    ->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime();
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->UseManualTime();
 BENCHMARK_CAPTURE(BM_GraphReplay, SIM_AMD_gfx942, "SIM-AMD:gfx942")  // AQL: packets copied into the ring per replay
-    ->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime();
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->UseManualTime();
 BENCHMARK_CAPTURE(BM_GraphReplay, SIM_NV_hopper, "SIM-NV:hopper")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime();
 
 void BM_EagerLaunches(benchmark::State& state) {

@@ -15,8 +15,8 @@ namespace {
 void BM_BoundSubmitPatched(benchmark::State& state) {
   hcq::Device& dev = hcq::open_device("CPU");
   const auto kernels = hcq::tool::bench_kernels_for("cpu");
-  auto program = dev.load_program(hcq::tool::BenchKernels::kArgsName,
-                                  dev.compiler().compile_cached(kernels->args_source));
+  auto program =
+      dev.load_program(hcq::tool::BenchKernels::kArgsName, dev.compiler().compile_cached(kernels->args_source));
   hcq::Buffer x(dev, 4096), y(dev, 4096);
   const std::array<uint64_t, 2> buffer_vas{x.va(), y.va()};
 

@@ -45,9 +45,9 @@ struct Simulator {
 }  // namespace hcq
 
 extern "C" {
-extern const hcq::backend_entry::Cpu hcq_backend_cpu;          // drivers/cpu/cpu_entry.cpp
-extern const hcq::backend_entry::Gpu hcq_backend_amd;          // drivers/amd/kfd/amd_entry.cpp
-extern const hcq::backend_entry::Gpu hcq_backend_nv;           // drivers/nv/rm/nv_entry.cpp
+extern const hcq::backend_entry::Cpu hcq_backend_cpu;            // drivers/cpu/cpu_entry.cpp
+extern const hcq::backend_entry::Gpu hcq_backend_amd;            // drivers/amd/kfd/amd_entry.cpp
+extern const hcq::backend_entry::Gpu hcq_backend_nv;             // drivers/nv/rm/nv_entry.cpp
 extern const hcq::backend_entry::Simulator hcq_backend_sim_amd;  // drivers/sim/kfd/sim_amd_entry.cpp
 extern const hcq::backend_entry::Simulator hcq_backend_sim_nv;   // drivers/sim/nv/sim_nv_entry.cpp
 }

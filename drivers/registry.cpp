@@ -16,10 +16,10 @@
 #include "backend_entry.hpp"
 #include "common/gpu_diagnosis.hpp"
 #include "common/pci_scan.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
-#include "hcq/backend/process.hpp"
 
 // Weak: a backend that is not linked in leaves its entry's address null.
 #pragma weak hcq_backend_cpu
@@ -132,16 +132,14 @@ ParsedName parse_name(std::string_view name) {
 
 std::unique_ptr<Device> open_new(const ParsedName& p) {
   switch (p.kind) {
-    case Kind::cpu:
-      return linked(&hcq_backend_cpu, p.canonical, "CPU").open(p.canonical);
+    case Kind::cpu: return linked(&hcq_backend_cpu, p.canonical, "CPU").open(p.canonical);
     case Kind::amd:
       return linked(&hcq_backend_amd, p.canonical, "AMD")
           .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(4))));
     case Kind::nv:
       return linked(&hcq_backend_nv, p.canonical, "NV")
           .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(3))));
-    case Kind::cuda:
-      throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
+    case Kind::cuda: throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
     case Kind::sim_amd:  // GPU 0 of a simulated machine of kSimAmdGpus (peers: see Registry::open)
       return linked(&hcq_backend_sim_amd, p.canonical, "SIM-AMD")
           .open(p.canonical, p.canonical.substr(p.canonical.find(':') + 1), kSimAmdGpus);
@@ -293,8 +291,8 @@ PciGpuReport pci_gpu_report() {
   PciGpuReport report;
   report.scan_problem = facts.pci.problem;
   for (const GpuFinding& f : diagnose_gpus(facts, support))
-    report.unusable.push_back({f.gpu.address, f.gpu.vendor_name(), f.gpu.vendor_id, f.gpu.device_id,
-                               f.gpu.kernel_driver, f.reason});
+    report.unusable.push_back(
+        {f.gpu.address, f.gpu.vendor_name(), f.gpu.vendor_id, f.gpu.device_id, f.gpu.kernel_driver, f.reason});
   return report;
 }
 

@@ -77,7 +77,7 @@ Allocation Allocator::alloc(uint64_t size, const BufferSpec& spec) {
 }
 
 void Allocator::free(const Allocation& a) {
-  if (a.size == 0) return;  // a default Allocation: nothing to give back
+  if (a.size == 0) return;        // a default Allocation: nothing to give back
   capture::on_free(a, "buffer");  // freed for its user, even when the allocator keeps it cached
   if (cacheable(a.spec)) {
     MutexLock lock(mu_);

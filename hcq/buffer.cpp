@@ -21,7 +21,7 @@ struct Buffer::Base {
   std::shared_ptr<Device> keep_open;
   uint64_t size;
   BufferSpec spec;
-  std::mutex mu;                // serializes the first allocation
+  std::mutex mu;                   // serializes the first allocation
   std::atomic<bool> ready{false};  // alloc is set (acquire before reading it)
   std::optional<Allocation> alloc;
 
@@ -64,11 +64,10 @@ Buffer::Buffer(Device& dev, uint64_t size, BufferSpec spec) : size_(size) {
   base_ = std::make_shared<Base>(dev, size, spec);
 }
 
-
 Buffer Buffer::view(uint64_t offset, uint64_t size) const {
   if (!range_inside(offset, size, size_)) {
-    throw InvalidArgument(cat(device().name(), ": view [", offset, ", +", size, ") is outside the buffer of ",
-                              size_, " bytes (at offset ", offset_, " of its base)"));
+    throw InvalidArgument(cat(device().name(), ": view [", offset, ", +", size, ") is outside the buffer of ", size_,
+                              " bytes (at offset ", offset_, " of its base)"));
   }
   return Buffer(base_, offset_ + offset, size);
 }

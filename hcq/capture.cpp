@@ -144,13 +144,15 @@ void on_submit(const HWQueue& q, const char* format, uint64_t ring_end, std::spa
 void on_alloc(const Allocation& a, std::string_view kind) {
   if (!file_enabled()) [[likely]]
     return;
-  file().append(to_line(AllocEvent{false, a.device ? a.device->name() : std::string(), std::string(kind), a.va, a.size}));
+  file().append(
+      to_line(AllocEvent{false, a.device ? a.device->name() : std::string(), std::string(kind), a.va, a.size}));
 }
 
 void on_free(const Allocation& a, std::string_view kind) {
   if (!file_enabled()) [[likely]]
     return;
-  file().append(to_line(AllocEvent{true, a.device ? a.device->name() : std::string(), std::string(kind), a.va, a.size}));
+  file().append(
+      to_line(AllocEvent{true, a.device ? a.device->name() : std::string(), std::string(kind), a.va, a.size}));
 }
 
 }  // namespace hcq::capture

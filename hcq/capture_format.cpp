@@ -127,7 +127,9 @@ std::optional<FlatObject> parse_flat_object(std::string_view s, std::string* err
       if (i >= s.size()) return false;
       char e = s[i++];
       switch (e) {
-        case '"': case '\\': case '/': out += e; break;
+        case '"':
+        case '\\':
+        case '/': out += e; break;
         case 'n': out += '\n'; break;
         case 't': out += '\t'; break;
         case 'r': out += '\r'; break;

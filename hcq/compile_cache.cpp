@@ -113,7 +113,7 @@ struct Fd {
 std::optional<std::vector<std::byte>> read_whole_file(const std::string& path) {
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) return std::nullopt;
-  struct stat st {};
+  struct stat st{};
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   std::vector<std::byte> data(static_cast<size_t>(st.st_size));
   size_t got = 0;

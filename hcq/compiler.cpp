@@ -23,8 +23,7 @@ std::vector<uint8_t> Compiler::compile_cached(std::string_view source) {
   return compile_cached(source, CompileCache(knobs::cache_dir()), knobs::assert_compile());
 }
 
-std::vector<uint8_t> Compiler::compile_cached(std::string_view source, const CompileCache& cache,
-                                              bool assert_compile) {
+std::vector<uint8_t> Compiler::compile_cached(std::string_view source, const CompileCache& cache, bool assert_compile) {
   const std::string key = cache_key(source);
   if (auto hit = cache.get(key)) return std::move(*hit);
   if (assert_compile) {

@@ -54,10 +54,8 @@ GraphSchedule GraphSchedule::build(const Input& in) {
     return w.value == kEntryValue ? entry_clock[w.queue] : step_clock[w.value - 2];
   };
   auto mark_signal = [&](const Wait& w) {
-    if (w.value == kEntryValue)
-      s.entry_signals[w.queue] = 1;
-    else
-      s.steps[w.value - 2].signals = true;
+    if (w.value == kEntryValue) s.entry_signals[w.queue] = 1;
+    else s.steps[w.value - 2].signals = true;
   };
 
   // Waits for `need` (per queue, 0: none) on queue q, pruned; updates q's clock.

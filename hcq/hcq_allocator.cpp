@@ -144,8 +144,8 @@ void HCQAllocator::copyout(std::span<std::byte> dst, const Allocation& src, uint
   next_ = slot(nchunks);
 }
 
-Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src,
-                                  uint64_t src_off, uint64_t size) {
+Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
+                                  uint64_t size) {
   check_range(dev_, src, src_off, size, "transfer source");
   check_range(dev_, dst, dst_off, size, "transfer destination");
   if (size == 0) return Completion();

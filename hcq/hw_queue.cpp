@@ -34,14 +34,14 @@ void check_launch_dims(std::string_view program, QueueKind kind, const Device& d
     if (global[i].is_const() || vars) {
       uint64_t g = global[i].eval(vars.value_or(std::span<const uint64_t>{}));
       if (g == 0 || g > lim.max_global[i])
-        throw InvalidArgument(cat(exec_name(program, kind, dev), ": global dim ", i, " = ", g, " outside 1..",
-                                  lim.max_global[i], when));
+        throw InvalidArgument(
+            cat(exec_name(program, kind, dev), ": global dim ", i, " = ", g, " outside 1..", lim.max_global[i], when));
     }
     if (local[i].is_const() || vars) {
       uint64_t l = local[i].eval(vars.value_or(std::span<const uint64_t>{}));
       if (l == 0 || l > lim.max_local[i])
-        throw InvalidArgument(cat(exec_name(program, kind, dev), ": local dim ", i, " = ", l, " outside 1..",
-                                  lim.max_local[i], when));
+        throw InvalidArgument(
+            cat(exec_name(program, kind, dev), ": local dim ", i, " = ", l, " outside 1..", lim.max_local[i], when));
       threads = std::min<uint64_t>(threads * l, uint64_t{1} << 32);  // l <= 2^32: saturate instead of overflowing
     } else {
       threads_known = false;
@@ -76,7 +76,9 @@ const char* to_string(QueueKind k) {
 }
 
 HWQueue::HWQueue(Device& dev, QueueKind kind)
-    : words_(VectorCache<uint32_t>::take(kInitialWords)), side_(VectorCache<SideBlock>::take(4)), dev_(dev),
+    : words_(VectorCache<uint32_t>::take(kInitialWords)),
+      side_(VectorCache<SideBlock>::take(4)),
+      dev_(dev),
       kind_(kind) {
   static std::atomic<uint32_t> next_id{0};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
@@ -99,7 +101,8 @@ void HWQueue::release_side(bool device_done_reading) {
 }
 
 void HWQueue::throw_finalized() const {
-  throw InvalidArgument(cat(queue_name(kind_, dev_), ": queue already finalized (bound or submitted); build a new one"));
+  throw InvalidArgument(
+      cat(queue_name(kind_, dev_), ": queue already finalized (bound or submitted); build a new one"));
 }
 
 namespace {
@@ -107,8 +110,8 @@ namespace {
 [[noreturn, gnu::noinline]] void throw_bad_address(uint64_t addr, uint64_t align, const char* what, QueueKind kind,
                                                    const Device& dev) {
   if (addr == 0) throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": null address"));
-  throw InvalidArgument(cat(what, " on the ", queue_name(kind, dev), ": address ", hex(addr), " is not ", align,
-                            "-byte aligned"));
+  throw InvalidArgument(
+      cat(what, " on the ", queue_name(kind, dev), ": address ", hex(addr), " is not ", align, "-byte aligned"));
 }
 
 // A symbolic address is checked by the device when it runs. `align` is a power of two. Inline: every wait and
@@ -205,8 +208,8 @@ HWQueue& HWQueue::write(Sym addr, Sym value, Width width) {
                               " is neither 4 nor 8 bytes"));
   check_address(addr, 4, "write", kind_, dev_);
   if (width == Width::b32 && value.is_const() && !fits_32(value.add))
-    throw InvalidArgument(cat("write on the ", queue_name(kind_, dev_), ": value ", hex(value.add),
-                              " does not fit the 32-bit write"));
+    throw InvalidArgument(
+        cat("write on the ", queue_name(kind_, dev_), ": value ", hex(value.add), " does not fit the 32-bit write"));
   encode_write(addr, value, width);
   ++num_commands_;
   return *this;
@@ -288,12 +291,11 @@ void HWQueue::emit_sym64(Sym value) {
   patch_word(words_.size() - 2, value, PatchList::Kind::u64);
 }
 
-void HWQueue::patch_word(size_t index, Sym value, PatchList::Kind kind, uint8_t shift, uint8_t lo_bit,
-                         uint8_t nbits) {
+void HWQueue::patch_word(size_t index, Sym value, PatchList::Kind kind, uint8_t shift, uint8_t lo_bit, uint8_t nbits) {
   const size_t needed = index + (kind == PatchList::Kind::u64 ? 2 : 1);
   if (needed > words_.size())
-    throw InvalidArgument(cat(queue_name(kind_, dev_), ": patch of word ", index, " beyond the ", words_.size(),
-                              " words built"));
+    throw InvalidArgument(
+        cat(queue_name(kind_, dev_), ": patch of word ", index, " beyond the ", words_.size(), " words built"));
   // words_ may have reallocated since the last emit; a constant is written through this base right away.
   patches_.set_base(words_region_, reinterpret_cast<std::byte*>(words_.data()));
   patches_.add(value, {words_region_, index * sizeof(uint32_t), kind, shift, lo_bit, nbits});

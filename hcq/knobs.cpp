@@ -80,8 +80,7 @@ uint64_t va_size_bytes() {
   if (!asked) return va_layout::kDefaultSize;
   const uint64_t gb = *asked;
   // 2^17 GiB = 128 TiB, the whole x86-64 user half: anything above cannot be reserved.
-  if (gb == 0 || gb > (uint64_t{1} << 17))
-    throw InvalidArgument(cat("HCQ_VA_SIZE_GB=", gb, " is outside 1..131072"));
+  if (gb == 0 || gb > (uint64_t{1} << 17)) throw InvalidArgument(cat("HCQ_VA_SIZE_GB=", gb, " is outside 1..131072"));
   return gb * kGiB;
 }
 
@@ -110,6 +109,8 @@ std::string bundle_dir() {
   return env("TMPDIR").value_or("/tmp") + "/hcq-bundles";
 }
 
-unsigned bundle_max() { return static_cast<unsigned>(std::min<uint64_t>(number("HCQ_BUNDLE_MAX").value_or(16), 1u << 20)); }
+unsigned bundle_max() {
+  return static_cast<unsigned>(std::min<uint64_t>(number("HCQ_BUNDLE_MAX").value_or(16), 1u << 20));
+}
 
 }  // namespace hcq::knobs

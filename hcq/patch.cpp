@@ -15,22 +15,20 @@ constexpr int32_t kMaxVar = 0xffff;  // Var ids are 16-bit
 }  // namespace
 
 uint32_t PatchList::add_region(std::byte* base) {
-  if (num_regions_ == kMaxRegions)
-    throw InvalidArgument(cat("patch list: more than ", kMaxRegions - 1, " regions"));
+  if (num_regions_ == kMaxRegions) throw InvalidArgument(cat("patch list: more than ", kMaxRegions - 1, " regions"));
   bases_[num_regions_] = base;
   return num_regions_++;
 }
 
 void PatchList::set_base(uint32_t region, std::byte* base) {
   if (region == kAbsolute || region >= num_regions_)
-    throw InvalidArgument(cat("patch list: set_base of unknown region ", region, " (", num_regions_ - 1,
-                              " regions registered)"));
+    throw InvalidArgument(
+        cat("patch list: set_base of unknown region ", region, " (", num_regions_ - 1, " regions registered)"));
   bases_[region] = base;
 }
 
 void PatchList::add(Sym value, Location where) {
-  if (where.region >= num_regions_)
-    throw InvalidArgument(cat("patch list: unknown region ", where.region));
+  if (where.region >= num_regions_) throw InvalidArgument(cat("patch list: unknown region ", where.region));
   if (where.region == kAbsolute && where.offset == 0)
     throw InvalidArgument("patch list: absolute patch at a null address");
   if (where.shift >= 64) throw InvalidArgument(cat("patch list: shift ", unsigned{where.shift}, " >= 64"));
@@ -63,8 +61,8 @@ void PatchList::add(Sym value, Location where) {
 void PatchList::throw_missing(std::span<const uint64_t> vars) const {
   for (size_t var = vars.size(); var < by_var_.size(); ++var) {
     if (!by_var_[var].empty())
-      throw InvalidArgument(cat("patch variable v", var, " has no value (", vars.size(), " values given, ",
-                                max_var_ + 1, " needed)"));
+      throw InvalidArgument(
+          cat("patch variable v", var, " has no value (", vars.size(), " values given, ", max_var_ + 1, " needed)"));
   }
   throw InvalidArgument("patch list: missing variable");  // unreachable: max_var_ has patches
 }
@@ -108,9 +106,7 @@ void PatchList::write(const Patch& p, uint64_t var_value) const {
       std::memcpy(at, &w, sizeof w);
       break;
     }
-    case Kind::u64:
-      std::memcpy(at, &value, sizeof value);
-      break;
+    case Kind::u64: std::memcpy(at, &value, sizeof value); break;
     case Kind::field: {
       uint32_t w;
       std::memcpy(&w, at, sizeof w);

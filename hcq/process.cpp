@@ -3,10 +3,10 @@
 
 #include <memory>
 
-#include "hcq/knobs.hpp"
-#include "hcq/memory.hpp"
 #include "hcq/backend/os.hpp"
 #include "hcq/backend/signal_pool.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/memory.hpp"
 
 namespace hcq {
 namespace {

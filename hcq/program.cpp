@@ -41,9 +41,8 @@ void Program::check_launch(size_t nbufs, size_t nvals, const uint32_t global[3],
     threads *= local[i];
   }
   if (threads > limits_.max_threads_per_group) {
-    throw InvalidArgument(cat(dev_.name(), ": program ", name_, ": local dims ", local[0], "x", local[1], "x",
-                              local[2], " = ", threads, " threads per group, over the limit of ",
-                              limits_.max_threads_per_group));
+    throw InvalidArgument(cat(dev_.name(), ": program ", name_, ": local dims ", local[0], "x", local[1], "x", local[2],
+                              " = ", threads, " threads per group, over the limit of ", limits_.max_threads_per_group));
   }
 }
 

@@ -14,7 +14,6 @@ namespace {
 constexpr uint64_t kMinAlign = 16;
 constexpr uint64_t kChunkGranule = 64 * 1024;
 
-
 }  // namespace
 
 // Inline (alloc is its only caller): a launch's kernarg or QMD block is a few compares and a store.
@@ -51,7 +50,8 @@ SideBlock Device::SidePool::alloc(uint64_t size, uint64_t align) {
 
 void Device::SidePool::throw_bad_request(uint64_t size, uint64_t align) const {
   if (align == 0 || (align & (align - 1)) != 0 || align > kMinChunk)
-    throw InvalidArgument(cat(dev.name(), ": side memory alignment ", align, " is not a power of two up to ", kMinChunk));
+    throw InvalidArgument(
+        cat(dev.name(), ": side memory alignment ", align, " is not a power of two up to ", kMinChunk));
   throw InvalidArgument(cat(dev.name(), ": side memory block of ", size, " bytes is absurd"));
 }
 
@@ -70,8 +70,8 @@ void Device::SidePool::free(const SideBlock& b) {
   std::lock_guard lock(mu);
   auto chunk = chunks.upper_bound(b.va);
   if (chunk == chunks.begin() || b.va + b.size > std::prev(chunk)->first + std::prev(chunk)->second.size)
-    throw InvalidArgument(cat(dev.name(), ": free_side of ", hex(b.va), " (", b.size,
-                              " bytes) which is not side memory of this device"));
+    throw InvalidArgument(
+        cat(dev.name(), ": free_side of ", hex(b.va), " (", b.size, " bytes) which is not side memory of this device"));
   // Stamps must not decrease (reclaim looks only at the front). Waiting longer than needed is always safe.
   uint64_t stamp = dev.timeline_value();
   if (deferred.size() > deferred_head) stamp = std::max(stamp, deferred.back().stamp);

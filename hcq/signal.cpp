@@ -6,10 +6,10 @@
 #include <atomic>
 #include <thread>
 
-#include "hcq/error.hpp"
-#include "hcq/knobs.hpp"
 #include "hcq/backend/process.hpp"
 #include "hcq/backend/signal_pool.hpp"
+#include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
 
 namespace hcq {
 namespace {
@@ -71,8 +71,7 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
   wait(target, timeout, check, {});
 }
 
-void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout,
-                  const std::function<void()>& check,
+void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> timeout, const std::function<void()>& check,
                   const std::function<bool(std::chrono::microseconds)>& sleep) const {
   uint64_t* p = checked_ptr();
   uint64_t seen = load_acquire(p);

@@ -8,10 +8,10 @@
 #include <cerrno>
 
 #include "hcq/backend/capture.hpp"
+#include "hcq/backend/os.hpp"
 #include "hcq/backend/va_space.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/os.hpp"
 
 namespace hcq {
 

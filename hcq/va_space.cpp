@@ -5,8 +5,8 @@
 #include <cerrno>
 
 #include "hcq/backend/align.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/va_space.hpp"
+#include "hcq/error.hpp"
 #include "va_layout.hpp"
 
 namespace hcq {
@@ -14,7 +14,6 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-
 
 }  // namespace
 
@@ -60,8 +59,8 @@ void VaSpace::free(uint64_t va, uint64_t size) {
   if (used == used_.end())
     throw InvalidArgument(cat("VA space: free of ", hex(va), " which was not handed out (double free?)"));
   if (used->second != size)
-    throw InvalidArgument(cat("VA space: free of ", hex(va), " with size ", size, " but ", used->second,
-                              " bytes were handed out there"));
+    throw InvalidArgument(
+        cat("VA space: free of ", hex(va), " with size ", size, " but ", used->second, " bytes were handed out there"));
   // Re-reserve PROT_NONE over whatever a backend mapped here, so a stale host pointer faults instead of reading
   // memory that the range's next owner will use.
   void* p = os_.mmap(reinterpret_cast<void*>(va), size, PROT_NONE, kReserveFlags | MAP_FIXED, -1, 0);

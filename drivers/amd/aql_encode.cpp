@@ -54,10 +54,8 @@ void AqlEncoder::barrier_and(std::span<const Sym> deps, Sym completion_signal) {
   w_.u32(header(BARRIER_AND, true, SCOPE_SYSTEM, SCOPE_SYSTEM));
   w_.u32(0);  // reserved1
   for (size_t i = 0; i < 5; ++i) {
-    if (i < deps.size())
-      w_.sym64(deps[i]);
-    else
-      w_.u64(0);
+    if (i < deps.size()) w_.sym64(deps[i]);
+    else w_.u64(0);
   }
   w_.u64(0);  // reserved2
   w_.sym64(completion_signal);

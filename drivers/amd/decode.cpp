@@ -68,7 +68,8 @@ void decode_type3(const Target& t, uint32_t opcode, std::span<const uint32_t> pk
       add_layout(mem ? kWaitRegMemMem : kWaitRegMemReg, pkt, p.fields);
       if (!mem)
         for (DecodedField& f : p.fields)
-          if (f.name == "poll_reg" || f.name == "write_reg2") f.text = reg_name(*t.regs, static_cast<uint32_t>(f.value));
+          if (f.name == "poll_reg" || f.name == "write_reg2")
+            f.text = reg_name(*t.regs, static_cast<uint32_t>(f.value));
       return;
     }
     case INDIRECT_BUFFER:
@@ -98,8 +99,8 @@ void decode_type3(const Target& t, uint32_t opcode, std::span<const uint32_t> pk
         if (pkt.size() < 2) return;
       }
       add_layout(kSetShReg, pkt.subspan(0, 2), p.fields);
-      const uint32_t base = (opcode == SET_SH_REG ? kShRegBase : kUconfigRegBase) +
-                            kSetShReg.find("reg_offset")->get(pkt[1]);
+      const uint32_t base =
+          (opcode == SET_SH_REG ? kShRegBase : kUconfigRegBase) + kSetShReg.find("reg_offset")->get(pkt[1]);
       for (size_t i = 2; i < pkt.size(); ++i)
         add_register(*t.regs, base + static_cast<uint32_t>(i - 2), pkt[i],
                      opcode == SET_SH_REG ? "SH_REG_" : "UCONFIG_REG_", p.fields);
@@ -119,11 +120,8 @@ void decode_type3(const Target& t, uint32_t opcode, std::span<const uint32_t> pk
     case PRED_EXEC:
       if (expect_len(kPredExec.words)) add_layout(kPredExec, pkt, p.fields);
       return;
-    case NOP:
-      p.fields.push_back({"payload_words", pkt.size() - 1, {}});
-      return;
-    default:
-      return;  // a documented opcode we do not emit: name and length only
+    case NOP: p.fields.push_back({"payload_words", pkt.size() - 1, {}}); return;
+    default: return;  // a documented opcode we do not emit: name and length only
   }
 }
 
@@ -171,15 +169,14 @@ std::vector<DecodedPacket> decode_pm4(std::span<const uint32_t> words, const Tar
         i += n;
         continue;
       }
-      default:
-        break;
+      default: break;
     }
     const uint32_t opcode = kHdrOpcode.get(h);
     const uint32_t count = kHdrCount.get(h);
     const size_t n = (opcode == NOP && count == kNopCountHeaderOnly) ? 1 : size_t{count} + 2;
     const std::string_view name = opcode_name(opcode);
-    DecodedPacket p = make(i, name.empty() ? "OPCODE_" + hexs(opcode) : std::string(name),
-                           static_cast<uint32_t>(std::min(n, left)));
+    DecodedPacket p =
+        make(i, name.empty() ? "OPCODE_" + hexs(opcode) : std::string(name), static_cast<uint32_t>(std::min(n, left)));
     if (name.empty()) p.error = "unknown PM4 opcode " + hexs(opcode);
     if (n > left) {
       p.error = "truncated: header says " + std::to_string(n) + " dwords, " + std::to_string(left) + " left";
@@ -205,17 +202,44 @@ std::vector<DecodedPacket> decode_sdma(std::span<const uint32_t> words, const Ta
     const Layout* l = nullptr;
     size_t n = 0;  // 0: length unknown
     switch (op) {
-      case OP_NOP: l = d.nop; n = 1 + size_t{d.nop->find("count")->get(h)}; break;
-      case OP_COPY: if (sub == SUBOP_COPY_LINEAR) { l = d.copy_linear; n = l->words; } break;
-      case OP_WRITE:
-        if (sub == 0 && left >= 4) { l = d.write_linear; n = 4 + size_t{d.write_linear->find("count")->get(words[i + 3])} + 1; }
-        else if (sub == 0) n = 4;  // reported truncated below
+      case OP_NOP:
+        l = d.nop;
+        n = 1 + size_t{d.nop->find("count")->get(h)};
         break;
-      case OP_INDIRECT: l = d.indirect; n = l->words; break;
-      case OP_FENCE: l = d.fence; n = l->words; break;
-      case OP_TRAP: l = d.trap; n = l->words; break;
-      case OP_POLL_REGMEM: l = d.poll_regmem; n = l->words; break;
-      case OP_TIMESTAMP: if (sub <= SUBOP_TIMESTAMP_GET_GLOBAL) { l = d.timestamp; n = l->words; } break;
+      case OP_COPY:
+        if (sub == SUBOP_COPY_LINEAR) {
+          l = d.copy_linear;
+          n = l->words;
+        }
+        break;
+      case OP_WRITE:
+        if (sub == 0 && left >= 4) {
+          l = d.write_linear;
+          n = 4 + size_t{d.write_linear->find("count")->get(words[i + 3])} + 1;
+        } else if (sub == 0) n = 4;  // reported truncated below
+        break;
+      case OP_INDIRECT:
+        l = d.indirect;
+        n = l->words;
+        break;
+      case OP_FENCE:
+        l = d.fence;
+        n = l->words;
+        break;
+      case OP_TRAP:
+        l = d.trap;
+        n = l->words;
+        break;
+      case OP_POLL_REGMEM:
+        l = d.poll_regmem;
+        n = l->words;
+        break;
+      case OP_TIMESTAMP:
+        if (sub <= SUBOP_TIMESTAMP_GET_GLOBAL) {
+          l = d.timestamp;
+          n = l->words;
+        }
+        break;
       // Documented packets we do not emit: name and length only.
       case OP_SRBM_WRITE: n = 3; break;
       case OP_COND_EXE: n = 5; break;
@@ -277,10 +301,12 @@ std::vector<DecodedPacket> decode_aql(std::span<const uint32_t> words, const Tar
       default: break;
     }
     const std::string_view tname = type_name(type);
-    DecodedPacket p = make(i, l ? std::string(l->name) : tname.empty() ? "TYPE_" + hexs(type) : std::string(tname),
+    DecodedPacket p = make(i,
+                           l               ? std::string(l->name)
+                           : tname.empty() ? "TYPE_" + hexs(type)
+                                           : std::string(tname),
                            kPacketWords);
-    if (l)
-      add_layout(*l, pkt, p.fields);
+    if (l) add_layout(*l, pkt, p.fields);
     else if (type != INVALID)  // INVALID marks a slot not (yet) written: normal in a ring
       p.error = "AQL packet type " + hexs(type) + " not decoded";
     out.push_back(std::move(p));

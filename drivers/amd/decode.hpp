@@ -16,14 +16,14 @@
 namespace hcq::amd {
 
 struct DecodedField {
-  std::string name;   // e.g. "int_sel", "COMPUTE_PGM_RSRC1", "COMPUTE_PGM_RSRC1.vgprs"
+  std::string name;  // e.g. "int_sel", "COMPUTE_PGM_RSRC1", "COMPUTE_PGM_RSRC1.vgprs"
   uint64_t value = 0;
-  std::string text;   // enum or register name where one is known, else empty
+  std::string text;  // enum or register name where one is known, else empty
 };
 
 struct DecodedPacket {
-  size_t offset = 0;  // bytes from the start of the input
-  std::string op;     // "RELEASE_MEM", "COPY_LINEAR", "KERNEL_DISPATCH", "OPCODE_0xf3", ...
+  size_t offset = 0;   // bytes from the start of the input
+  std::string op;      // "RELEASE_MEM", "COPY_LINEAR", "KERNEL_DISPATCH", "OPCODE_0xf3", ...
   uint32_t words = 0;  // dwords this packet spans in the input
   std::vector<DecodedField> fields;
   std::string error;  // why the packet is malformed or unknown; empty when it decoded cleanly

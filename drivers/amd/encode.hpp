@@ -59,20 +59,21 @@ struct KernelInfo {
 };
 
 struct DispatchArgs {
-  Sym code_addr;             // the kernel's first instruction (256-byte aligned)
+  Sym code_addr;  // the kernel's first instruction (256-byte aligned)
   Sym kernarg_addr;
-  Sym dispatch_packet_addr;  // only when KernelInfo::dispatch_ptr
-  Sym scratch_addr;          // architected flat scratch base (256-byte aligned)
+  Sym dispatch_packet_addr;   // only when KernelInfo::dispatch_ptr
+  Sym scratch_addr;           // architected flat scratch base (256-byte aligned)
   uint32_t tmpring_size = 0;  // COMPUTE_TMPRING_SIZE, computed by the device from its scratch allocation
   uint32_t resource_limits = 0;
-  Dims groups{1u, 1u, 1u};   // workgroup counts
-  Dims local{1u, 1u, 1u};    // threads per workgroup
+  Dims groups{1u, 1u, 1u};  // workgroup counts
+  Dims local{1u, 1u, 1u};   // threads per workgroup
 };
 
 // ---- PM4 (compute queue) ----
 class Pm4Encoder {
  public:
-  Pm4Encoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
+  Pm4Encoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr)
+      : t_(t), w_(words, sink, "AMD packet") {}
 
   // End-of-pipe RELEASE_MEM writing the low 32 bits of value, with the caches flushed first.
   void signal(Sym addr, Sym value);
@@ -97,8 +98,7 @@ class Pm4Encoder {
   void nop(uint32_t total_words);
 
   // Primitives.
-  void release_mem(uint32_t cache_bits, pm4::DataSel data_sel, pm4::IntSel int_sel, Sym addr, Sym data,
-                   uint32_t ctxid);
+  void release_mem(uint32_t cache_bits, pm4::DataSel data_sel, pm4::IntSel int_sel, Sym addr, Sym data, uint32_t ctxid);
   void acquire_mem(uint32_t cache_control);
   void wait_reg_mem(pm4::WaitFunction fn, Sym addr, Sym ref, uint32_t mask, uint32_t poll_interval);
   void hdp_flush();
@@ -115,7 +115,8 @@ class Pm4Encoder {
 // ---- SDMA (copy queue) ----
 class SdmaEncoder {
  public:
-  SdmaEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
+  SdmaEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr)
+      : t_(t), w_(words, sink, "AMD packet") {}
 
   // COPY_LINEAR, split into pieces of at most the engine's largest copy.
   void copy(Sym dst, Sym src, uint64_t size);
@@ -151,7 +152,8 @@ struct AqlDispatch {
 };
 class AqlEncoder {
  public:
-  AqlEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr) : t_(t), w_(words, sink, "AMD packet") {}
+  AqlEncoder(const Target& t, std::vector<uint32_t>& words, PatchSink* sink = nullptr)
+      : t_(t), w_(words, sink, "AMD packet") {}
   // Grid sizes are in work-items (groups * local). A symbolic dim is accepted only where the other factor is 1,
   // since a patch cannot multiply; anything else is an InvalidArgument.
   void dispatch(const AqlDispatch& d);

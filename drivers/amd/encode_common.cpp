@@ -33,7 +33,8 @@ KernelInfo KernelInfo::from_descriptor(const KernelDescriptor& kd, const Target&
                                    KernelDescriptor::kPrivateSegmentSize;
   if (kd.kernel_code_properties & unsupported)
     throw InvalidArgument(cat("kernel asks for user SGPRs we do not set up (kernel_code_properties ",
-                              hex(kd.kernel_code_properties), "): only the dispatch and kernarg pointers are supported"));
+                              hex(kd.kernel_code_properties),
+                              "): only the dispatch and kernarg pointers are supported"));
   const Register* rsrc1 = t.regs->find("COMPUTE_PGM_RSRC1");
   const Register* rsrc2 = t.regs->find("COMPUTE_PGM_RSRC2");
   auto field = [](const Register* r, std::string_view n) -> const Field& {

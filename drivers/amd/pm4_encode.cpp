@@ -28,13 +28,11 @@ struct FixedFields {
 
 const FixedFields& fixed() {
   static const FixedFields f{
-      F(kWaitRegMemMem, "function"),   F(kWaitRegMemMem, "mem_space"),  F(kWaitRegMemMem, "operation"),
-      F(kWaitRegMemMem, "engine_sel"), F(kWaitRegMemMem, "poll_interval"),
-      F(kWaitRegMemReg, "function"),   F(kWaitRegMemReg, "mem_space"),  F(kWaitRegMemReg, "operation"),
-      F(kWaitRegMemReg, "engine_sel"), F(kWaitRegMemReg, "poll_reg"),   F(kWaitRegMemReg, "write_reg2"),
-      F(kWaitRegMemReg, "poll_interval"),
-      F(kEventWrite, "event_type"),    F(kEventWrite, "event_index"),
-      F(kSetShReg, "reg_offset"),
+      F(kWaitRegMemMem, "function"),   F(kWaitRegMemMem, "mem_space"),     F(kWaitRegMemMem, "operation"),
+      F(kWaitRegMemMem, "engine_sel"), F(kWaitRegMemMem, "poll_interval"), F(kWaitRegMemReg, "function"),
+      F(kWaitRegMemReg, "mem_space"),  F(kWaitRegMemReg, "operation"),     F(kWaitRegMemReg, "engine_sel"),
+      F(kWaitRegMemReg, "poll_reg"),   F(kWaitRegMemReg, "write_reg2"),    F(kWaitRegMemReg, "poll_interval"),
+      F(kEventWrite, "event_type"),    F(kEventWrite, "event_index"),      F(kSetShReg, "reg_offset"),
       F(kIndirectBuffer, "ib_size"),   F(kIndirectBuffer, "valid"),
   };
   return f;
@@ -44,12 +42,12 @@ const FixedFields& fixed() {
 // seen: a process drives one or a few targets, and a one-entry cache needs no lock.
 struct TargetFields {
   const Target* target = nullptr;
-  uint32_t release_word1 = 0;         // RELEASE_MEM event_type | event_index (end of pipe), without cache bits
+  uint32_t release_word1 = 0;  // RELEASE_MEM event_type | event_index (end of pipe), without cache bits
   Field release_dst_sel, release_int_sel, release_data_sel;
-  uint32_t acquire_size_hi = 0;       // ACQUIRE_MEM coher_size_hi: all ones within its field
+  uint32_t acquire_size_hi = 0;            // ACQUIRE_MEM coher_size_hi: all ones within its field
   const Field* num_thread_full = nullptr;  // COMPUTE_NUM_THREAD_X/Y/Z num_thread_full
-  uint32_t initiator = 0;             // DISPATCH_INITIATOR compute_shader_en | force_start_at_000
-  uint32_t initiator_w32 = 0;         // DISPATCH_INITIATOR cs_w32_en (0 where the register has none)
+  uint32_t initiator = 0;                  // DISPATCH_INITIATOR compute_shader_en | force_start_at_000
+  uint32_t initiator_w32 = 0;              // DISPATCH_INITIATOR cs_w32_en (0 where the register has none)
 };
 
 const TargetFields& target_fields(const Target& t) {
@@ -58,8 +56,8 @@ const TargetFields& target_fields(const Target& t) {
     return c;
   TargetFields n;
   if (const Layout* rel = t.pm4->release_mem) {
-    n.release_word1 = F(*rel, "event_type").place(CACHE_FLUSH_AND_INV_TS_EVENT) |
-                      F(*rel, "event_index").place(kEventIndexEndOfPipe);
+    n.release_word1 =
+        F(*rel, "event_type").place(CACHE_FLUSH_AND_INV_TS_EVENT) | F(*rel, "event_index").place(kEventIndexEndOfPipe);
     n.release_dst_sel = F(*rel, "dst_sel");
     n.release_int_sel = F(*rel, "int_sel");
     n.release_data_sel = F(*rel, "data_sel");
@@ -228,8 +226,8 @@ struct ExecMemo {
   uint32_t kernarg_at = 0, packet_at = 0;  // word offsets of those two 64-bit addresses
 
   bool matches(const Target& t, const KernelInfo& k2, const DispatchArgs& a2) const {
-    return target == &t && k.rsrc1 == k2.rsrc1 && k.rsrc2 == k2.rsrc2 && k.rsrc3 == k2.rsrc3 &&
-           k.wave32 == k2.wave32 && k.dispatch_ptr == k2.dispatch_ptr && a.code_addr.add == a2.code_addr.add &&
+    return target == &t && k.rsrc1 == k2.rsrc1 && k.rsrc2 == k2.rsrc2 && k.rsrc3 == k2.rsrc3 && k.wave32 == k2.wave32 &&
+           k.dispatch_ptr == k2.dispatch_ptr && a.code_addr.add == a2.code_addr.add &&
            a.scratch_addr.add == a2.scratch_addr.add && a.tmpring_size == a2.tmpring_size &&
            a.resource_limits == a2.resource_limits && a.groups[0].add == a2.groups[0].add &&
            a.groups[1].add == a2.groups[1].add && a.groups[2].add == a2.groups[2].add &&
@@ -276,8 +274,8 @@ void Pm4Encoder::encode_exec(const KernelInfo& k, const DispatchArgs& a, size_t&
 
   // Register setup and DISPATCH_DIRECT as one run of words: SET_SH_REG packets of 2 + n words each.
   const uint32_t user_sgprs = k.dispatch_ptr ? 4 : 2;
-  const uint32_t setup_words = (2 + 2) + (2 + 2) + (2 + 1) + (2 + 1) + (2 + 2) + (2 + 3) + (2 + user_sgprs) +
-                               (2 + 1) + (2 + 8);
+  const uint32_t setup_words =
+      (2 + 2) + (2 + 2) + (2 + 1) + (2 + 1) + (2 + 2) + (2 + 3) + (2 + user_sgprs) + (2 + 1) + (2 + 8);
   {
     WordWriter::Packet p = w_.packet(setup_words + kDispatchDirect.words);
     set_sh_header(p, r.pgm_lo, 2);  // COMPUTE_PGM_LO/HI: the code address >> 8
@@ -331,8 +329,8 @@ void Pm4Encoder::indirect_buffer(Sym addr, uint32_t size_dwords) {
   const Layout& l = kIndirectBuffer;
   const FixedFields& f = fixed();
   if (size_dwords == 0 || size_dwords > f.ib_size.mask())
-    throw InvalidArgument(cat("indirect buffer of ", size_dwords, " dwords: the size field holds 1..",
-                              f.ib_size.mask()));
+    throw InvalidArgument(
+        cat("indirect buffer of ", size_dwords, " dwords: the size field holds 1..", f.ib_size.mask()));
   w_.u32(header(INDIRECT_BUFFER, l.words - 1));
   w_.sym64(addr);
   w_.u32(f.ib_size.place(size_dwords) | f.ib_valid.place(1));

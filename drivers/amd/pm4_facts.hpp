@@ -50,7 +50,7 @@ std::string_view opcode_name(uint32_t opcode);
 // ---- enums ----
 // VGT_EVENT_TYPE values used by compute queues.
 enum EventType : uint8_t { CS_PARTIAL_FLUSH = 7, CACHE_FLUSH_AND_INV_TS_EVENT = 20, BOTTOM_OF_PIPE_TS = 40 };
-inline constexpr uint32_t kEventIndexEndOfPipe = 5;   // event_index__mec_release_mem__end_of_pipe
+inline constexpr uint32_t kEventIndexEndOfPipe = 5;     // event_index__mec_release_mem__end_of_pipe
 inline constexpr uint32_t kEventIndexPartialFlush = 4;  // EVENT_WRITE index for CS_PARTIAL_FLUSH (nvd.h comment)
 enum DataSel : uint8_t { DATA_NONE = 0, DATA_32_LOW = 1, DATA_64 = 2, DATA_GPU_CLOCK = 3 };
 enum IntSel : uint8_t { INT_NONE = 0, INT_AFTER_WRITE_CONFIRM = 2 };
@@ -63,8 +63,8 @@ extern const Layout kWaitRegMemReg;  // mem_space = 0: poll (and for WR_WAIT_WR_
 extern const Layout kIndirectBuffer;
 extern const Layout kEventWrite;
 extern const Layout kDispatchDirect;
-extern const Layout kSetShReg;       // header + offset dword; register values follow (variable length)
-extern const Layout kWriteData;      // header + control + address; data follows (variable length)
+extern const Layout kSetShReg;   // header + offset dword; register values follow (variable length)
+extern const Layout kWriteData;  // header + control + address; data follows (variable length)
 extern const Layout kCopyData;
 extern const Layout kPredExec;
 

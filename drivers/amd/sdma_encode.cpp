@@ -21,7 +21,7 @@ void SdmaEncoder::copy(Sym dst, Sym src, uint64_t size) {
     const uint64_t n = std::min(size - done, max);
     w_.u32(hdr(OP_COPY, SUBOP_COPY_LINEAR));
     w_.u32(F(l, "count").place(n - 1));  // COUNT is bytes - 1
-    w_.u32(0);                            // PARAMETER: no swap, default cache policy
+    w_.u32(0);                           // PARAMETER: no swap, default cache policy
     w_.sym64(src + static_cast<int64_t>(done));
     w_.sym64(dst + static_cast<int64_t>(done));
     done += n;
@@ -71,10 +71,8 @@ void SdmaEncoder::write(Sym addr, Sym value, bool b64) {
   w_.u32(hdr(OP_WRITE, 0));
   w_.sym64(addr);
   w_.u32(F(l, "count").place(b64 ? 1 : 0));  // dwords - 1
-  if (b64)
-    w_.sym64(value);
-  else
-    w_.sym32(value);
+  if (b64) w_.sym64(value);
+  else w_.sym32(value);
 }
 
 void SdmaEncoder::nop(uint32_t total_words) {

@@ -46,16 +46,16 @@ std::string_view op_name(uint32_t op);
 
 struct Dialect {
   std::string_view name;  // "sdma4", "sdma6", "sdma7"
-  const Layout* nop;            // header [29:16] = extra dwords that follow
+  const Layout* nop;      // header [29:16] = extra dwords that follow
   const Layout* copy_linear;
-  const Layout* write_linear;   // header, address, count - 1, data...
+  const Layout* write_linear;  // header, address, count - 1, data...
   const Layout* fence;
   const Layout* trap;
   const Layout* poll_regmem;
-  const Layout* timestamp;      // SET / GET / GET_GLOBAL share the 3-dword shape
+  const Layout* timestamp;  // SET / GET / GET_GLOBAL share the 3-dword shape
   const Layout* indirect;
-  uint64_t max_copy_bytes;      // COPY_LINEAR count is bytes - 1 in a field of this many values
-  uint32_t fence_mtype;         // FENCE header mtype (3 = uncached) where the header has the field, else 0
+  uint64_t max_copy_bytes;  // COPY_LINEAR count is bytes - 1 in a field of this many values
+  uint32_t fence_mtype;     // FENCE header mtype (3 = uncached) where the header has the field, else 0
 };
 extern const Dialect kSdma4;
 extern const Dialect kSdma6;

@@ -32,9 +32,9 @@ struct Target {
   ComputeRegs cregs;
   // HDP flush: the CP writes `hdp_flush_mask` to REQ, then waits until (DONE & mask) == mask.
   uint32_t hdp_flush_req, hdp_flush_done, hdp_flush_mask;
-  bool wave32;                // DISPATCH_INITIATOR has cs_w32_en (GC 10+); GC 9 runs wave64 only
-  bool aql_compute;           // multi-XCC parts: compute work goes through an AQL queue
-  bool rsrc1_priv_for_cwsr;   // set COMPUTE_PGM_RSRC1.PRIV (see KernelInfo::from_descriptor)
+  bool wave32;                 // DISPATCH_INITIATOR has cs_w32_en (GC 10+); GC 9 runs wave64 only
+  bool aql_compute;            // multi-XCC parts: compute work goes through an AQL queue
+  bool rsrc1_priv_for_cwsr;    // set COMPUTE_PGM_RSRC1.PRIV (see KernelInfo::from_descriptor)
   uint32_t lds_granule_bytes;  // COMPUTE_PGM_RSRC2.LDS_SIZE unit
 
   // The descriptor of a known target; throws hcq::InvalidArgument naming the known ones otherwise.

@@ -31,17 +31,17 @@ Elf64_Ehdr read_header(const Bytes& file) {
     file.fail(cat("file of ", file.size(), " bytes is shorter than an ELF64 header"));
   const auto eh = file.read<Elf64_Ehdr>(0, "ELF header");
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) file.fail("not an ELF file (no ELF magic)");
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64) file.fail(cat("ELF class ", unsigned{eh.e_ident[EI_CLASS]}, ", expected ELF64"));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64)
+    file.fail(cat("ELF class ", unsigned{eh.e_ident[EI_CLASS]}, ", expected ELF64"));
   if (eh.e_ident[EI_DATA] != ELFDATA2LSB) file.fail("not little-endian");
   return eh;
 }
 
-std::string_view Symbols::name(uint64_t i) const {
-  return string_at(strings_, (*this)[i].st_name, cat("symbol ", i));
-}
+std::string_view Symbols::name(uint64_t i) const { return string_at(strings_, (*this)[i].st_name, cat("symbol ", i)); }
 
 Sections::Sections(const Bytes& file, const Elf64_Ehdr& eh) : file_(file) {
-  if (eh.e_shentsize != sizeof(Elf64_Shdr)) fail(cat("e_shentsize ", eh.e_shentsize, ", expected ", sizeof(Elf64_Shdr)));
+  if (eh.e_shentsize != sizeof(Elf64_Shdr))
+    fail(cat("e_shentsize ", eh.e_shentsize, ", expected ", sizeof(Elf64_Shdr)));
   if (eh.e_shnum == 0) fail("no section headers");
   // At and above SHN_LORESERVE the count lives elsewhere (extended numbering), which no loader here takes.
   if (eh.e_shnum >= SHN_LORESERVE) fail(cat("section header table of ", eh.e_shnum, " entries (a reserved count)"));

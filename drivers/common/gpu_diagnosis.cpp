@@ -24,14 +24,10 @@ NodeAccess access_of(const std::map<K, NodeAccess>& m, const K& key) {
 std::optional<std::string> node_problem(const NodeAccess& a, const std::string& path, const std::string& absent_hint,
                                         const std::string& permission_hint) {
   switch (a.state) {
-    case NodeAccess::State::ok:
-      return std::nullopt;
-    case NodeAccess::State::absent:
-      return cat(path, " is absent (", absent_hint, ")");
-    case NodeAccess::State::no_permission:
-      return cat("no permission on ", path, " (", permission_hint, ")");
-    case NodeAccess::State::error:
-      return cat(path, " does not open: ", std::strerror(a.err));
+    case NodeAccess::State::ok: return std::nullopt;
+    case NodeAccess::State::absent: return cat(path, " is absent (", absent_hint, ")");
+    case NodeAccess::State::no_permission: return cat("no permission on ", path, " (", permission_hint, ")");
+    case NodeAccess::State::error: return cat(path, " does not open: ", std::strerror(a.err));
   }
   return std::nullopt;
 }
@@ -59,8 +55,7 @@ std::optional<std::string> amd_reason(const PciGpu& g, const GpuFacts& f, const 
       return cat("KFD too old: ioctl ABI ", v.major, ".", v.minor, ", the AMD backend needs ", s.kfd_major, ".",
                  s.kfd_min_minor, " or newer");
     if (v.major > s.kfd_major)
-      return cat("KFD ioctl ABI ", v.major, ".", v.minor, " is newer than the AMD backend knows (", s.kfd_major,
-                 ".x)");
+      return cat("KFD ioctl ABI ", v.major, ".", v.minor, " is newer than the AMD backend knows (", s.kfd_major, ".x)");
   }
   if (g.render_minors.empty()) return "amdgpu is bound but made no render node (see dmesg)";
   const uint32_t minor = g.render_minors.front();

@@ -26,10 +26,8 @@ constexpr std::string_view kRenderPrefix = "renderD";
 
 std::string PciGpu::vendor_name() const {
   switch (vendor_id) {
-    case kPciVendorAmd:
-      return "AMD";
-    case kPciVendorNvidia:
-      return "NVIDIA";
+    case kPciVendorAmd: return "AMD";
+    case kPciVendorNvidia: return "NVIDIA";
   }
   return cat("vendor ", hex(vendor_id));
 }
@@ -86,7 +84,7 @@ PciScan scan_pci_gpus(Os& os) {
       match.device_id = PCI_MATCH_ANY;
       match.subvendor_id = PCI_MATCH_ANY;
       match.subdevice_id = PCI_MATCH_ANY;
-      match.device_class = 0;       // class filtered below: two base classes
+      match.device_class = 0;  // class filtered below: two base classes
       match.device_class_mask = 0;
       pci_device_iterator* it = pci_id_match_iterator_create(&match);
       if (it == nullptr) continue;
@@ -104,8 +102,7 @@ PciScan scan_pci_gpus(Os& os) {
     }
     pci_system_cleanup();
   }
-  std::sort(scan.gpus.begin(), scan.gpus.end(),
-            [](const PciGpu& a, const PciGpu& b) { return a.address < b.address; });
+  std::sort(scan.gpus.begin(), scan.gpus.end(), [](const PciGpu& a, const PciGpu& b) { return a.address < b.address; });
   for (PciGpu& g : scan.gpus) read_pci_sysfs(os, g);
   return scan;
 }

@@ -15,12 +15,12 @@ inline constexpr uint16_t kPciVendorAmd = 0x1002;
 inline constexpr uint16_t kPciVendorNvidia = 0x10de;
 
 struct PciGpu {
-  std::string address;          // "0000:03:00.0" (domain:bus:device.function), as sysfs names it
-  uint16_t vendor_id = 0;       // kPciVendorAmd or kPciVendorNvidia
+  std::string address;     // "0000:03:00.0" (domain:bus:device.function), as sysfs names it
+  uint16_t vendor_id = 0;  // kPciVendorAmd or kPciVendorNvidia
   uint16_t device_id = 0;
-  uint32_t class_code = 0;      // 24-bit: base class, subclass, programming interface (0x030000 = VGA)
+  uint32_t class_code = 0;  // 24-bit: base class, subclass, programming interface (0x030000 = VGA)
   uint8_t revision = 0;
-  std::string kernel_driver;    // the driver bound to it ("amdgpu", "nvidia", "nouveau", "vfio-pci"); empty: none
+  std::string kernel_driver;  // the driver bound to it ("amdgpu", "nvidia", "nouveau", "vfio-pci"); empty: none
   std::vector<uint32_t> render_minors;  // /dev/dri/renderD<minor> nodes its driver created, ascending
 
   std::string vendor_name() const;  // "AMD", "NVIDIA"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/patch_sink.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/patch.hpp"
+#include "hcq/error.hpp"
 #include "hcq/sym.hpp"
 
 namespace hcq {
@@ -116,8 +116,8 @@ class WordWriter {
   [[gnu::noinline]] void report(size_t word, const Sym& v, PatchList::Kind kind, uint8_t shift, uint8_t lo,
                                 uint8_t nbits) {
     if (!sink_)
-      throw InvalidArgument(cat("symbolic operand (variable v", v.var, ") in an ", stream_,
-                                ", but no patch sink to record it"));
+      throw InvalidArgument(
+          cat("symbolic operand (variable v", v.var, ") in an ", stream_, ", but no patch sink to record it"));
     sink_->on_symbol(word, v, kind, shift, lo, nbits);
   }
   std::vector<uint32_t>& w_;

@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hcq/error.hpp"
-#include "hcq/knobs.hpp"
+#include "common/kernel_abi_text.hpp"
 #include "common/subprocess.hpp"
 #include "hcq/backend/os.hpp"
-#include "common/kernel_abi_text.hpp"
+#include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
 
 namespace hcq::cpu {
 namespace {
@@ -57,9 +57,17 @@ std::string host_target(Os& os) {
 }  // namespace
 
 const std::vector<std::string>& cpu_compile_flags() {
-  static const std::vector<std::string> flags = {
-      "-x", "c", "-std=c11", "-O2", "-march=native", "-ffreestanding", "-fPIC", "-fno-common",
-      "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fvisibility=hidden"};
+  static const std::vector<std::string> flags = {"-x",
+                                                 "c",
+                                                 "-std=c11",
+                                                 "-O2",
+                                                 "-march=native",
+                                                 "-ffreestanding",
+                                                 "-fPIC",
+                                                 "-fno-common",
+                                                 "-fno-stack-protector",
+                                                 "-fno-asynchronous-unwind-tables",
+                                                 "-fvisibility=hidden"};
   return flags;
 }
 

@@ -12,12 +12,12 @@
 #include "cpu_ring.hpp"
 #include "cpu_thread_pool.hpp"
 #include "cpu_worker.hpp"
+#include "hcq/allocator.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
-#include "hcq/allocator.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
-#include "hcq/backend/process.hpp"
 
 namespace hcq::cpu {
 namespace {
@@ -50,9 +50,9 @@ CpuDevice::CpuDevice(std::string name)
       BufferSpec spec;
       spec.uncached = spec.cpu_access = spec.nolru = true;
       ring_memory_[i] = alloc_memory(kRingDwords * sizeof(uint32_t), spec);
-      rings_[i] = std::make_unique<CpuRing>(
-          std::span<uint32_t>(reinterpret_cast<uint32_t*>(ring_memory_[i].va), kRingDwords),
-          cat(this->name(), " ", to_string(kind), " queue"));
+      rings_[i] =
+          std::make_unique<CpuRing>(std::span<uint32_t>(reinterpret_cast<uint32_t*>(ring_memory_[i].va), kRingDwords),
+                                    cat(this->name(), " ", to_string(kind), " queue"));
     }
     pool_ = std::make_unique<CpuThreadPool>(knobs::cpu_threads() - 1);
     workers_[0] = std::make_unique<CpuWorker>(*this, "compute", *rings_[0], *mappings_, pool_.get());
@@ -128,8 +128,8 @@ Allocation CpuDevice::alloc_memory(uint64_t size, const BufferSpec& spec) {
   VaSpace& va_space = process().va;
   const uint64_t va = va_space.alloc(bytes);
   // MAP_FIXED over our own PROT_NONE reservation: fresh anonymous pages, zero-filled by the kernel (spec.zero).
-  void* p = os_.mmap(reinterpret_cast<void*>(va), bytes, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
+  void* p = os_.mmap(reinterpret_cast<void*>(va), bytes, PROT_READ | PROT_WRITE,
+                     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
     va_space.free(va, bytes);
@@ -152,7 +152,8 @@ void CpuDevice::free_memory(const Allocation& a) {
     return;
   }
   const uint64_t bytes = a.handle;
-  if (bytes == 0 || bytes < a.size) throw InvalidArgument(cat(name(), ": free of ", hex(a.va), ": not an allocation of this device"));
+  if (bytes == 0 || bytes < a.size)
+    throw InvalidArgument(cat(name(), ": free of ", hex(a.va), ": not an allocation of this device"));
 
   // Unmap from our queues and every peer first: a command still using the range holds the mappings' shared lock,
   // so this waits for it, and any later command faults instead of touching freed memory.
@@ -195,8 +196,8 @@ std::unique_ptr<Program> CpuDevice::load_program(const std::string& name, std::s
   if (!fn || fn->type != STT_FUNC) {
     std::string have;
     for (const std::string& f : image.function_names()) have += (have.empty() ? "" : ", ") + f;
-    throw InvalidArgument(cat(this->name(), ": kernel '", name, "' is not in the program (it defines: ",
-                              have.empty() ? "no functions" : have, ")"));
+    throw InvalidArgument(cat(this->name(), ": kernel '", name,
+                              "' is not in the program (it defines: ", have.empty() ? "no functions" : have, ")"));
   }
   const std::optional<ElfSymbol> desc_sym = image.find(name + "_hcq_desc");
   if (!desc_sym || desc_sym->size < sizeof(hcq_kernel_desc))

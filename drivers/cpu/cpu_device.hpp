@@ -18,8 +18,8 @@
 
 #include "cpu_compiler.hpp"
 #include "cpu_mappings.hpp"
-#include "hcq/device.hpp"
 #include "hcq/backend/signal_pool.hpp"
+#include "hcq/device.hpp"
 
 namespace hcq::cpu {
 

@@ -118,7 +118,8 @@ void CpuQueue::submit_words(uint64_t completion_addr, uint64_t seq) {
   const uint32_t tail[] = {make_header(Opcode::write64, command_length(Opcode::write64)),
                            static_cast<uint32_t>(completion_addr), static_cast<uint32_t>(completion_addr >> 32),
                            static_cast<uint32_t>(seq), static_cast<uint32_t>(seq >> 32)};
-  const std::span<const uint32_t> completion = completion_addr ? std::span<const uint32_t>(tail) : std::span<const uint32_t>();
+  const std::span<const uint32_t> completion =
+      completion_addr ? std::span<const uint32_t>(tail) : std::span<const uint32_t>();
   if (bound()) {
     const uint32_t indirect[] = {make_header(Opcode::indirect, command_length(Opcode::indirect)),
                                  static_cast<uint32_t>(bound_va_), static_cast<uint32_t>(bound_va_ >> 32),

@@ -23,8 +23,8 @@ size_t whole_commands_prefix(std::span<const uint32_t> words, uint64_t limit, co
   while (i < words.size()) {
     const uint32_t len = header_length(words[i]);
     if (len == 0 || len > words.size() - i)
-      throw InvalidArgument(cat(ring, ": submitted words are not whole commands (header ", hex(words[i]),
-                                " at dword ", i, " of ", words.size(), ")"));
+      throw InvalidArgument(cat(ring, ": submitted words are not whole commands (header ", hex(words[i]), " at dword ",
+                                i, " of ", words.size(), ")"));
     if (i + len > limit) break;
     i += len;
   }
@@ -111,8 +111,8 @@ void CpuRing::wait_for_space(uint64_t w, uint64_t n) {
       r = now_r;
       deadline = std::chrono::steady_clock::now() + timeout;  // progress restarts the timer
     } else if (std::chrono::steady_clock::now() > deadline) {
-      throw TimeoutError(cat(name_, ": ring full for ", timeout.count(), " ms (read pointer ", r,
-                             ", write pointer ", w, ", capacity ", capacity(), " dwords, need ", n, ")"));
+      throw TimeoutError(cat(name_, ": ring full for ", timeout.count(), " ms (read pointer ", r, ", write pointer ", w,
+                             ", capacity ", capacity(), " dwords, need ", n, ")"));
     }
   }
 }

@@ -42,12 +42,12 @@ class CpuThreadPool {
 
   Job job_;
   std::mutex mu_;
-  std::condition_variable wake_;      // helpers: a job was published, or stop
-  std::condition_variable finished_;  // caller: the last helper left the job
+  std::condition_variable wake_;         // helpers: a job was published, or stop
+  std::condition_variable finished_;     // caller: the last helper left the job
   std::atomic<uint64_t> generation_{0};  // bumped per job; helpers spin on it before sleeping
-  bool job_open_ = false;   // mu_: helpers may still join the current job
-  unsigned busy_ = 0;       // mu_: helpers inside the current job
-  bool stop_ = false;       // mu_
+  bool job_open_ = false;                // mu_: helpers may still join the current job
+  unsigned busy_ = 0;                    // mu_: helpers inside the current job
+  bool stop_ = false;                    // mu_
   std::vector<std::thread> threads_;
 };
 

@@ -52,8 +52,7 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-CpuWorker::CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings,
-                     CpuThreadPool* pool)
+CpuWorker::CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings, CpuThreadPool* pool)
     : device_(device), queue_(std::move(queue)), ring_(ring), mappings_(mappings), pool_(pool) {
   thread_ = std::thread([this] { run(); });
   // Thread names show up in debuggers and top; the kernel keeps 15 characters.
@@ -68,8 +67,8 @@ CpuWorker::~CpuWorker() {
 }
 
 std::string CpuWorker::describe() const {
-  std::string s = cat(queue_, " queue: read pointer ", ring_.read_pointer(), ", write pointer ",
-                      ring_.write_pointer(), " (ring of ", ring_.capacity(), " dwords)");
+  std::string s = cat(queue_, " queue: read pointer ", ring_.read_pointer(), ", write pointer ", ring_.write_pointer(),
+                      " (ring of ", ring_.capacity(), " dwords)");
   if (faulted()) {
     std::lock_guard lock(fault_mu_);
     s += ", FAULTED: " + fault_message_;
@@ -180,9 +179,7 @@ bool CpuWorker::execute(const uint32_t* cmd, const Where& at) {
     case Opcode::nop:
     case Opcode::skip:  // handled by the ring walk; inside an INDIRECT buffer it is refused before we get here
       return true;
-    case Opcode::barrier:
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      return true;
+    case Opcode::barrier: std::atomic_thread_fence(std::memory_order_seq_cst); return true;
     case Opcode::wait: {
       const uint64_t addr = join64(p[0], p[1]), value = join64(p[2], p[3]);
       if (addr % 8) return misaligned(addr, 8);
@@ -218,10 +215,8 @@ bool CpuWorker::execute(const uint32_t* cmd, const Where& at) {
       if (addr % size) return misaligned(addr, size);
       auto view = mappings_.read();
       if (!view.contains(addr, size)) return unmapped("write to", addr, size);
-      if (op == Opcode::write32)
-        store<uint32_t>(addr, p[2], std::memory_order_release);
-      else
-        store<uint64_t>(addr, join64(p[2], p[3]), std::memory_order_release);
+      if (op == Opcode::write32) store<uint32_t>(addr, p[2], std::memory_order_release);
+      else store<uint64_t>(addr, join64(p[2], p[3]), std::memory_order_release);
       return true;
     }
     case Opcode::copy: {
@@ -232,8 +227,7 @@ bool CpuWorker::execute(const uint32_t* cmd, const Where& at) {
       if (size) std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), size);
       return true;
     }
-    case Opcode::exec:
-      return exec_kernel(p, at, header);
+    case Opcode::exec: return exec_kernel(p, at, header);
     case Opcode::indirect: {
       if (at.indirect_va != 0) {
         fault(at, header, "INDIRECT inside an INDIRECT buffer");
@@ -285,8 +279,9 @@ bool CpuWorker::exec_kernel(const uint32_t* p, const Where& at, uint32_t header)
   uint32_t global[3], local[3];
   for (int d = 0; d < 3; ++d) {
     if (global64[d] == 0 || global64[d] > lim.max_global[d] || local64[d] == 0 || local64[d] > lim.max_local[d]) {
-      fault(at, header, cat("launch dims global {", global64[0], ",", global64[1], ",", global64[2], "} local {",
-                            local64[0], ",", local64[1], ",", local64[2], "} outside the device limits"));
+      fault(at, header,
+            cat("launch dims global {", global64[0], ",", global64[1], ",", global64[2], "} local {", local64[0], ",",
+                local64[1], ",", local64[2], "} outside the device limits"));
       return false;
     }
     global[d] = static_cast<uint32_t>(global64[d]);
@@ -324,12 +319,11 @@ bool CpuWorker::exec_kernel(const uint32_t* p, const Where& at, uint32_t header)
     }
   }
 
-  GridJob job{kernel->fn,
-              hcq_dispatch{reinterpret_cast<const unsigned char*>(kernargs),
-                           reinterpret_cast<const uint32_t*>(kernargs + uint64_t{kernel->nbufs} * 8),
-                           {0, 0, 0},
-                           {global[0], global[1], global[2]},
-                           {local[0], local[1], local[2]}}};
+  GridJob job{kernel->fn, hcq_dispatch{reinterpret_cast<const unsigned char*>(kernargs),
+                                       reinterpret_cast<const uint32_t*>(kernargs + uint64_t{kernel->nbufs} * 8),
+                                       {0, 0, 0},
+                                       {global[0], global[1], global[2]},
+                                       {local[0], local[1], local[2]}}};
   const uint64_t groups = uint64_t{global[0]} * global[1] * global[2];
   if (groups == 1 || !pool_) {
     run_workgroups(&job, 0, groups);  // the common small launch runs inline: no hand-off to other threads

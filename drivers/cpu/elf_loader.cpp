@@ -31,7 +31,6 @@ constexpr uint64_t kMaxImageBytes = 256ull << 20;  // a kernel object is kilobyt
 constexpr uint64_t kStubBytes = 16;                // jmp *0(%rip) + 8-byte target, padded
 constexpr uint64_t kNotLaidOut = std::numeric_limits<uint64_t>::max();
 
-
 const char* reloc_name(uint32_t type) {
   switch (type) {
     case R_X86_64_64: return "R_X86_64_64";
@@ -58,14 +57,14 @@ struct Loader {
   elf64::Bytes bytes;
   std::optional<elf64::Sections> elf;  // the checked section header table (read_headers)
   std::vector<Elf64_Shdr> sections;    // its headers, by index
-  std::vector<uint64_t> placed;  // section index -> offset in the image, or kNotLaidOut
+  std::vector<uint64_t> placed;        // section index -> offset in the image, or kNotLaidOut
   uint32_t symtab_index = 0;
   std::vector<Elf64_Sym> symbols;
   std::vector<std::string_view> symbol_names;
-  std::vector<uint64_t> symbol_addr;     // resolved address; 0 with resolved=false when unusable
+  std::vector<uint64_t> symbol_addr;  // resolved address; 0 with resolved=false when unusable
   std::vector<uint8_t> symbol_resolved;
-  std::vector<int64_t> got_slot;         // symbol index -> GOT slot or -1
-  std::vector<int64_t> stub_slot;        // symbol index -> call stub or -1
+  std::vector<int64_t> got_slot;   // symbol index -> GOT slot or -1
+  std::vector<int64_t> stub_slot;  // symbol index -> call stub or -1
   uint64_t got_count = 0, stub_count = 0;
   uint64_t group_begin[kGroups + 1] = {};
   uint64_t got_offset = 0, stubs_offset = 0;
@@ -276,11 +275,8 @@ struct Loader {
           std::memcpy(where, &v32, 4);
           break;
         }
-        case R_X86_64_32S:
-          put32_signed(s + a);
-          break;
-        default:
-          bad(cat("unsupported relocation type ", type, " in section ", target_index));
+        case R_X86_64_32S: put32_signed(s + a); break;
+        default: bad(cat("unsupported relocation type ", type, " in section ", target_index));
       }
     });
   }
@@ -307,24 +303,24 @@ uint64_t resolve_host_symbol(std::string_view name) {
   auto addr = [](auto fn) { return reinterpret_cast<uint64_t>(fn); };
   // Keep in sync with the declarations of the host section of include/hcq/kernel_abi.h.
   static const Entry table[] = {
-      {"memcpy", addr(&::memcpy)},   {"memmove", addr(&::memmove)},   {"memset", addr(&::memset)},
-      {"sqrtf", addr(F1(::sqrtf))},  {"sinf", addr(F1(::sinf))},      {"cosf", addr(F1(::cosf))},
-      {"tanf", addr(F1(::tanf))},    {"expf", addr(F1(::expf))},      {"exp2f", addr(F1(::exp2f))},
-      {"logf", addr(F1(::logf))},    {"log2f", addr(F1(::log2f))},    {"log10f", addr(F1(::log10f))},
-      {"powf", addr(F2(::powf))},    {"fabsf", addr(F1(::fabsf))},    {"floorf", addr(F1(::floorf))},
-      {"ceilf", addr(F1(::ceilf))},  {"truncf", addr(F1(::truncf))},  {"roundf", addr(F1(::roundf))},
-      {"rintf", addr(F1(::rintf))},  {"fmodf", addr(F2(::fmodf))},    {"fminf", addr(F2(::fminf))},
-      {"fmaxf", addr(F2(::fmaxf))},  {"tanhf", addr(F1(::tanhf))},    {"atanf", addr(F1(::atanf))},
+      {"memcpy", addr(&::memcpy)},    {"memmove", addr(&::memmove)},  {"memset", addr(&::memset)},
+      {"sqrtf", addr(F1(::sqrtf))},   {"sinf", addr(F1(::sinf))},     {"cosf", addr(F1(::cosf))},
+      {"tanf", addr(F1(::tanf))},     {"expf", addr(F1(::expf))},     {"exp2f", addr(F1(::exp2f))},
+      {"logf", addr(F1(::logf))},     {"log2f", addr(F1(::log2f))},   {"log10f", addr(F1(::log10f))},
+      {"powf", addr(F2(::powf))},     {"fabsf", addr(F1(::fabsf))},   {"floorf", addr(F1(::floorf))},
+      {"ceilf", addr(F1(::ceilf))},   {"truncf", addr(F1(::truncf))}, {"roundf", addr(F1(::roundf))},
+      {"rintf", addr(F1(::rintf))},   {"fmodf", addr(F2(::fmodf))},   {"fminf", addr(F2(::fminf))},
+      {"fmaxf", addr(F2(::fmaxf))},   {"tanhf", addr(F1(::tanhf))},   {"atanf", addr(F1(::atanf))},
       {"atan2f", addr(F2(::atan2f))}, {"asinf", addr(F1(::asinf))},   {"acosf", addr(F1(::acosf))},
-      {"sinhf", addr(F1(::sinhf))},  {"coshf", addr(F1(::coshf))},    {"erff", addr(F1(::erff))},
+      {"sinhf", addr(F1(::sinhf))},   {"coshf", addr(F1(::coshf))},   {"erff", addr(F1(::erff))},
       {"expm1f", addr(F1(::expm1f))}, {"log1pf", addr(F1(::log1pf))}, {"cbrtf", addr(F1(::cbrtf))},
-      {"sqrt", addr(D1(::sqrt))},    {"sin", addr(D1(::sin))},        {"cos", addr(D1(::cos))},
-      {"tan", addr(D1(::tan))},      {"exp", addr(D1(::exp))},        {"exp2", addr(D1(::exp2))},
-      {"log", addr(D1(::log))},      {"log2", addr(D1(::log2))},      {"log10", addr(D1(::log10))},
-      {"pow", addr(D2(::pow))},      {"fabs", addr(D1(::fabs))},      {"floor", addr(D1(::floor))},
-      {"ceil", addr(D1(::ceil))},    {"trunc", addr(D1(::trunc))},    {"round", addr(D1(::round))},
-      {"rint", addr(D1(::rint))},    {"fmod", addr(D2(::fmod))},      {"fmin", addr(D2(::fmin))},
-      {"fmax", addr(D2(::fmax))},    {"tanh", addr(D1(::tanh))},      {"atan", addr(D1(::atan))},
+      {"sqrt", addr(D1(::sqrt))},     {"sin", addr(D1(::sin))},       {"cos", addr(D1(::cos))},
+      {"tan", addr(D1(::tan))},       {"exp", addr(D1(::exp))},       {"exp2", addr(D1(::exp2))},
+      {"log", addr(D1(::log))},       {"log2", addr(D1(::log2))},     {"log10", addr(D1(::log10))},
+      {"pow", addr(D2(::pow))},       {"fabs", addr(D1(::fabs))},     {"floor", addr(D1(::floor))},
+      {"ceil", addr(D1(::ceil))},     {"trunc", addr(D1(::trunc))},   {"round", addr(D1(::round))},
+      {"rint", addr(D1(::rint))},     {"fmod", addr(D2(::fmod))},     {"fmin", addr(D2(::fmin))},
+      {"fmax", addr(D2(::fmax))},     {"tanh", addr(D1(::tanh))},     {"atan", addr(D1(::atan))},
       {"atan2", addr(D2(::atan2))},
   };
   for (const Entry& e : table)
@@ -341,8 +337,7 @@ ElfImage ElfImage::load(std::span<const uint8_t> object) {
 
   Os& os = real_os();
   void* mem = os.mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED)
-    throw OsError(cat("mmap of a ", size, "-byte kernel image: ", std::strerror(errno)), errno);
+  if (mem == MAP_FAILED) throw OsError(cat("mmap of a ", size, "-byte kernel image: ", std::strerror(errno)), errno);
   Mapping mapping(os, mem, size);
   auto* image = static_cast<uint8_t*>(mem);
 

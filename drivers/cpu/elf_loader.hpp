@@ -17,7 +17,7 @@ namespace hcq::cpu {
 struct ElfSymbol {
   uint64_t addr = 0;  // where it lives in the loaded image
   uint64_t size = 0;
-  uint8_t type = 0;   // STT_FUNC, STT_OBJECT, ...
+  uint8_t type = 0;  // STT_FUNC, STT_OBJECT, ...
 };
 
 // The loaded image. Code is mapped read+execute, constants read-only, data read+write.

@@ -228,8 +228,7 @@ DecodedEntry decode_qmd(std::span<const uint32_t> words, uint32_t major_version,
     e.fields.push_back({std::string(f.name), v, std::string(f.name_of(v))});
   }
   const uint64_t claimed = qmd::get(words, *l.roles.major_version);
-  if (claimed != major_version)
-    e.error = cat("QMD_MAJOR_VERSION is ", claimed, ", decoded as V", major_version);
+  if (claimed != major_version) e.error = cat("QMD_MAJOR_VERSION is ", claimed, ", decoded as V", major_version);
   return e;
 }
 

@@ -17,24 +17,24 @@
 namespace hcq::nv {
 
 struct DecodedField {
-  std::string name;   // "OPERATION", "GET", "CTA_RASTER_WIDTH"
+  std::string name;  // "OPERATION", "GET", "CTA_RASTER_WIDTH"
   uint64_t value = 0;
-  std::string text;   // enum name where the table has one ("RELEASE"), else empty
+  std::string text;  // enum name where the table has one ("RELEASE"), else empty
 };
 
 // One method (one data word delivered to one method), one GPFIFO entry, or one QMD.
 struct DecodedEntry {
-  size_t offset = 0;      // bytes from the start of the input: the method header for a header's first method (or
-                          // an immediate one), else the data word
-  std::string op;         // "SEM_EXECUTE", "SEND_PCAS_A", "GP_ENTRY", "QMD_V03_00", "METHOD_0x1234", ...
-  uint32_t words = 0;     // dwords of the input this entry accounts for (header + data for a header's first method)
-  std::string cls;        // class prefix the method was decoded with ("NVC56F"), empty when none
+  size_t offset = 0;   // bytes from the start of the input: the method header for a header's first method (or
+                       // an immediate one), else the data word
+  std::string op;      // "SEM_EXECUTE", "SEND_PCAS_A", "GP_ENTRY", "QMD_V03_00", "METHOD_0x1234", ...
+  uint32_t words = 0;  // dwords of the input this entry accounts for (header + data for a header's first method)
+  std::string cls;     // class prefix the method was decoded with ("NVC56F"), empty when none
   uint32_t subchannel = 0;
-  uint32_t method = 0;    // method byte offset
-  uint32_t data = 0;      // the data word (or the immediate value)
-  std::string sec_op;     // "INC_METHOD", "NON_INC_METHOD", "ONE_INC", "IMMD_DATA_METHOD", ...
+  uint32_t method = 0;  // method byte offset
+  uint32_t data = 0;    // the data word (or the immediate value)
+  std::string sec_op;   // "INC_METHOD", "NON_INC_METHOD", "ONE_INC", "IMMD_DATA_METHOD", ...
   std::vector<DecodedField> fields;
-  std::string error;      // why it is malformed or unknown; empty when it decoded cleanly
+  std::string error;  // why it is malformed or unknown; empty when it decoded cleanly
 
   bool ok() const { return error.empty(); }
   const DecodedField* field(std::string_view name) const;

@@ -96,12 +96,12 @@ class PushbufferEncoder {
 // ---- QMD ----
 // What the QMD of a kernel needs to know about the program (from its cubin and the device's local memory setup).
 struct QmdProgram {
-  uint64_t code_address = 0;       // the kernel's first instruction (.text.<kernel> as loaded)
-  uint32_t code_size = 0;          // bytes, for the instruction prefetch
-  uint32_t registers = 0;          // per thread (EIATTR_REGCOUNT)
-  uint32_t shared_bytes = 0;       // static + dynamic shared memory of a block, before the system's reserve
+  uint64_t code_address = 0;            // the kernel's first instruction (.text.<kernel> as loaded)
+  uint32_t code_size = 0;               // bytes, for the instruction prefetch
+  uint32_t registers = 0;               // per thread (EIATTR_REGCOUNT)
+  uint32_t shared_bytes = 0;            // static + dynamic shared memory of a block, before the system's reserve
   uint32_t local_bytes_per_thread = 0;  // shader local memory (stack, spills) per thread
-  uint32_t barriers = 1;           // named barriers the kernel uses (at least 1 for __syncthreads)
+  uint32_t barriers = 1;                // named barriers the kernel uses (at least 1 for __syncthreads)
   // Constant banks other than 0 (bank 0 is set per launch): index, address, size. Address 0 = unused.
   struct Bank {
     uint64_t address = 0;

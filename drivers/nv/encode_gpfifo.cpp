@@ -9,8 +9,8 @@ uint64_t gpfifo_entry(uint64_t address, uint32_t dwords, bool sync_wait) {
   if (address % 4 != 0 || address > gpfifo::kMaxSegmentAddress)
     throw InvalidArgument(cat("pushbuffer segment at ", hex(address), " must be 4-byte aligned and below 2^40"));
   if (dwords == 0 || dwords > gpfifo::kMaxSegmentDwords)
-    throw InvalidArgument(cat("pushbuffer segment of ", dwords, " dwords: a GPFIFO entry holds 1..",
-                              gpfifo::kMaxSegmentDwords));
+    throw InvalidArgument(
+        cat("pushbuffer segment of ", dwords, " dwords: a GPFIFO entry holds 1..", gpfifo::kMaxSegmentDwords));
   return gpfifo::kGet.place(address >> 2) | gpfifo::kGetHi.place(address >> 32) | gpfifo::kLevel.place(1) |
          gpfifo::kLength.place(dwords) | gpfifo::kSync.place(sync_wait ? 1 : 0);
 }

@@ -72,13 +72,18 @@ EncoderPlan make_plan(const NvArchInfo& a) {
   p.sem_addr_hi = &only_field(host, need(host, "SEM_ADDR_HI"));
   const Method& ex = need(host, "SEM_EXECUTE");
   p.acquire_geq64 = word(host, ex, {{"OPERATION", "ACQ_CIRC_GEQ"}, {"PAYLOAD_SIZE", "64BIT"}});
-  p.release64_ts = word(host, ex, {{"OPERATION", "RELEASE"}, {"RELEASE_WFI", "EN"}, {"PAYLOAD_SIZE", "64BIT"},
-                                   {"RELEASE_TIMESTAMP", "EN"}});
+  p.release64_ts =
+      word(host, ex,
+           {{"OPERATION", "RELEASE"}, {"RELEASE_WFI", "EN"}, {"PAYLOAD_SIZE", "64BIT"}, {"RELEASE_TIMESTAMP", "EN"}});
   p.release64 = word(host, ex, {{"OPERATION", "RELEASE"}, {"RELEASE_WFI", "EN"}, {"PAYLOAD_SIZE", "64BIT"}});
   p.release32 = word(host, ex, {{"OPERATION", "RELEASE"}, {"RELEASE_WFI", "EN"}, {"PAYLOAD_SIZE", "32BIT"}});
-  p.reduce_add64_ts = word(host, ex, {{"OPERATION", "REDUCTION"}, {"RELEASE_WFI", "EN"}, {"PAYLOAD_SIZE", "64BIT"},
-                                      {"RELEASE_TIMESTAMP", "EN"}, {"REDUCTION", "IADD"},
-                                      {"REDUCTION_FORMAT", "UNSIGNED"}});
+  p.reduce_add64_ts = word(host, ex,
+                           {{"OPERATION", "REDUCTION"},
+                            {"RELEASE_WFI", "EN"},
+                            {"PAYLOAD_SIZE", "64BIT"},
+                            {"RELEASE_TIMESTAMP", "EN"},
+                            {"REDUCTION", "IADD"},
+                            {"REDUCTION_FORMAT", "UNSIGNED"}});
   p.acquire_and32 = word(host, ex, {{"OPERATION", "ACQ_AND"}, {"PAYLOAD_SIZE", "32BIT"}});
   p.acquire_nor32 = word(host, ex, {{"OPERATION", "ACQ_NOR"}, {"PAYLOAD_SIZE", "32BIT"}});
 
@@ -103,18 +108,22 @@ EncoderPlan make_plan(const NvArchInfo& a) {
   p.set_semaphore_a = need(copy, "SET_SEMAPHORE_A").offset;
   const Method& launch = need(copy, "LAUNCH_DMA");
   p.launch_dma = launch.offset;
-  p.launch_copy = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NON_PIPELINED"}, {"SRC_MEMORY_LAYOUT", "PITCH"},
-                                      {"DST_MEMORY_LAYOUT", "PITCH"}});
+  p.launch_copy =
+      word(copy, launch,
+           {{"DATA_TRANSFER_TYPE", "NON_PIPELINED"}, {"SRC_MEMORY_LAYOUT", "PITCH"}, {"DST_MEMORY_LAYOUT", "PITCH"}});
   p.copy_signal_on_host = !copy_releases_semaphore64(copy);
   if (!p.copy_signal_on_host) {
-    p.launch_signal64 = word(copy, launch, {{"DATA_TRANSFER_TYPE", "NONE"}, {"FLUSH_ENABLE", "TRUE"},
-                                            {"SEMAPHORE_TYPE", "RELEASE_FOUR_WORD_SEMAPHORE"},
-                                            {"SEMAPHORE_PAYLOAD_SIZE", "TWO_WORD"}});
+    p.launch_signal64 = word(copy, launch,
+                             {{"DATA_TRANSFER_TYPE", "NONE"},
+                              {"FLUSH_ENABLE", "TRUE"},
+                              {"SEMAPHORE_TYPE", "RELEASE_FOUR_WORD_SEMAPHORE"},
+                              {"SEMAPHORE_PAYLOAD_SIZE", "TWO_WORD"}});
     if (need(copy, "SET_SEMAPHORE_PAYLOAD_UPPER").offset != p.set_semaphore_a + 12)
       throw InvalidArgument(cat(copy.prefix, ": SET_SEMAPHORE_* methods are not consecutive"));
   }
   // The layout the encoder relies on: consecutive methods written with one INC header.
-  if (need(host, "SEM_ADDR_HI").offset != p.sem_addr_lo + 4 || need(host, "SEM_PAYLOAD_LO").offset != p.sem_addr_lo + 8 ||
+  if (need(host, "SEM_ADDR_HI").offset != p.sem_addr_lo + 4 ||
+      need(host, "SEM_PAYLOAD_LO").offset != p.sem_addr_lo + 8 ||
       need(host, "SEM_PAYLOAD_HI").offset != p.sem_addr_lo + 12 || ex.offset != p.sem_addr_lo + 16)
     throw InvalidArgument(cat(host.prefix, ": SEM_* methods are not consecutive"));
   if (need(copy, "OFFSET_OUT_LOWER").offset != p.offset_in_upper + 12)
@@ -186,8 +195,8 @@ void PushbufferEncoder::write(Sym addr, Sym value, bool b64) {
 
 void PushbufferEncoder::poll_bit(Sym addr, uint32_t mask, bool set) {
   if (mask == 0 || (mask & (mask - 1)) != 0)
-    throw InvalidArgument(cat("NV poll_bit needs a one-bit mask (host semaphore acquires test any bit); got ",
-                              hex(mask)));
+    throw InvalidArgument(
+        cat("NV poll_bit needs a one-bit mask (host semaphore acquires test any bit); got ", hex(mask)));
   // ACQ_AND: done when (word & payload) != 0. ACQ_NOR: done when ~(word | payload) != 0, i.e. a bit outside payload
   // is clear in the word; with payload = ~mask that bit is mask's.
   sem(addr, Sym(set ? mask : ~mask), set ? plan_.acquire_and32 : plan_.acquire_nor32);

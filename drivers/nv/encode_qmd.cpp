@@ -44,8 +44,8 @@ QmdBuilder::AddressSlot QmdBuilder::address_slot(const BitField& lo, const BitFi
 }
 
 // Inline (in this file): every launch writes three addresses through it.
-[[gnu::always_inline]] inline void QmdBuilder::put_address(std::span<uint32_t> q, const AddressSlot& s,
-                                                           const Sym& addr, PatchSink* sink) const {
+[[gnu::always_inline]] inline void QmdBuilder::put_address(std::span<uint32_t> q, const AddressSlot& s, const Sym& addr,
+                                                           PatchSink* sink) const {
   if (!addr.is_const() || !s.direct) return put_address(q, *s.lo, *s.hi, addr, s.shift, sink);
   const uint64_t v = addr.add >> s.shift;
   const uint64_t high = v >> 32;
@@ -167,8 +167,7 @@ void QmdBuilder::program(std::span<uint32_t> q, const QmdProgram& p) const {
     const QmdProgram::Bank& b = p.banks[i];
     if (b.address == 0) continue;
     check_aligned(Sym(b.address), uint64_t{1} << std::max<uint8_t>(r.cbuf_address_shift, 4), "constant bank address");
-    put_address(q, *r.cbuf[i].address_lower, *r.cbuf[i].address_upper, Sym(b.address), r.cbuf_address_shift,
-                nullptr);
+    put_address(q, *r.cbuf[i].address_lower, *r.cbuf[i].address_upper, Sym(b.address), r.cbuf_address_shift, nullptr);
     qmd::set(q, *r.cbuf[i].size_shifted4, align_up(b.size, 16) >> 4);
     qmd::set(q, *r.cbuf[i].valid, 1);
   }

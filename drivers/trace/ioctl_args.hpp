@@ -56,7 +56,7 @@ using Decoder = void (*)(const void* arg, Args& a, DecodedIoctl& d);
 struct Entry {
   unsigned long request;  // the whole request number (KFD: _IOWR('K', nr, size); UVM: the command)
   std::string_view name;
-  Decoder decode;         // reads exactly the block the request names (KFD: its size bits; UVM: the command's)
+  Decoder decode;  // reads exactly the block the request names (KFD: its size bits; UVM: the command's)
 };
 
 constexpr unsigned long ioc_type(unsigned long request) { return (request >> 8) & 0xff; }
@@ -70,7 +70,6 @@ inline void run_entry(const Entry& e, const void* arg, bool readable, DecodedIoc
   e.decode(arg, a, d);
   d.args = a.str();
 }
-
 
 // One decoder per ioctl family; each names the request and, when the block is readable, decodes it.
 DecodedIoctl decode_kfd(unsigned long request, const void* arg, bool readable);

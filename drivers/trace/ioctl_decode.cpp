@@ -44,8 +44,7 @@ DecodedIoctl decode_ioctl(Family path_family, unsigned long request, const void*
     return decode_uvm(request, arg, arg_readable);
   if (ioc_type(request) == AMDKFD_IOCTL_BASE && path_family != Family::rm)
     return decode_kfd(request, arg, arg_readable);
-  if (ioc_type(request) == abi::kIoctlType && path_family != Family::kfd)
-    return decode_rm(request, arg, arg_readable);
+  if (ioc_type(request) == abi::kIoctlType && path_family != Family::kfd) return decode_rm(request, arg, arg_readable);
   DecodedIoctl d;
   d.family = Family::unknown;
   return d;

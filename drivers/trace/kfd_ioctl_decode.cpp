@@ -94,7 +94,9 @@ void kfd_apertures_new(const void* p, Args& a, DecodedIoctl&) {
 void kfd_create_event(const void* p, Args& a, DecodedIoctl&) {
   const auto v = load<kfd_ioctl_create_event_args>(p);
   a.num("event_type", v.event_type).num("auto_reset", v.auto_reset).num("node_id", v.node_id);
-  a.num("event_page_offset", v.event_page_offset).num("event_id", v.event_id).num("event_slot_index", v.event_slot_index);
+  a.num("event_page_offset", v.event_page_offset)
+      .num("event_id", v.event_id)
+      .num("event_slot_index", v.event_slot_index);
   a.num("event_trigger_data", v.event_trigger_data);
 }
 void kfd_event_id(const void* p, Args& a, DecodedIoctl&) {
@@ -204,8 +206,8 @@ DecodedIoctl decode_kfd(unsigned long request, const void* arg, bool readable) {
     if (ioc_nr(e.request) != ioc_nr(request) || ioc_type(e.request) != ioc_type(request)) continue;
     const size_t ours = ioc_size(e.request), theirs = ioc_size(request);
     if (theirs < ours) {
-      d.name = std::string(e.name) + " (size " + std::to_string(theirs) + ", this uAPI's is " + std::to_string(ours) +
-               ")";
+      d.name =
+          std::string(e.name) + " (size " + std::to_string(theirs) + ", this uAPI's is " + std::to_string(ours) + ")";
       return d;
     }
     run_entry(e, arg, readable, d);

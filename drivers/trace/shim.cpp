@@ -220,14 +220,16 @@ void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset)
   void* result = shim().mmap(addr, length, prot, flags, fd, offset);
   // Anonymous mappings are the allocator's business, not the driver's: only file mappings are logged.
   if (!(flags & MAP_ANONYMOUS))
-    trace([&](hcq::trace::Tracer& t, int err) { return t.on_mmap(addr, length, prot, flags, fd, offset, result, err); });
+    trace(
+        [&](hcq::trace::Tracer& t, int err) { return t.on_mmap(addr, length, prot, flags, fd, offset, result, err); });
   return result;
 }
 
 void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
   void* result = shim().mmap64(addr, length, prot, flags, fd, offset);
   if (!(flags & MAP_ANONYMOUS))
-    trace([&](hcq::trace::Tracer& t, int err) { return t.on_mmap(addr, length, prot, flags, fd, offset, result, err); });
+    trace(
+        [&](hcq::trace::Tracer& t, int err) { return t.on_mmap(addr, length, prot, flags, fd, offset, result, err); });
   return result;
 }
 

@@ -38,9 +38,14 @@ std::string open_flags_text(int flags) {
   const int acc = flags & O_ACCMODE;
   std::string s = acc == O_RDONLY ? "O_RDONLY" : acc == O_WRONLY ? "O_WRONLY" : acc == O_RDWR ? "O_RDWR" : hex(acc);
   const std::string rest = bits_text(static_cast<unsigned>(flags & ~O_ACCMODE),
-                                     {{O_CLOEXEC, "O_CLOEXEC"}, {O_CREAT, "O_CREAT"}, {O_TRUNC, "O_TRUNC"},
-                                      {O_APPEND, "O_APPEND"}, {O_NONBLOCK, "O_NONBLOCK"}, {O_EXCL, "O_EXCL"},
-                                      {O_DIRECTORY, "O_DIRECTORY"}, {O_NOCTTY, "O_NOCTTY"}},
+                                     {{O_CLOEXEC, "O_CLOEXEC"},
+                                      {O_CREAT, "O_CREAT"},
+                                      {O_TRUNC, "O_TRUNC"},
+                                      {O_APPEND, "O_APPEND"},
+                                      {O_NONBLOCK, "O_NONBLOCK"},
+                                      {O_EXCL, "O_EXCL"},
+                                      {O_DIRECTORY, "O_DIRECTORY"},
+                                      {O_NOCTTY, "O_NOCTTY"}},
                                      "");
   return rest.empty() ? s : s + "|" + rest;
 }
@@ -91,14 +96,16 @@ std::string Tracer::on_ioctl(int fd, unsigned long request, const void* arg, int
 
 std::string Tracer::on_mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset, void* result,
                             int err) {
-  const std::string prot_s = bits_text(static_cast<unsigned>(prot),
-                                       {{PROT_READ, "PROT_READ"}, {PROT_WRITE, "PROT_WRITE"}, {PROT_EXEC, "PROT_EXEC"}},
-                                       "PROT_NONE");
+  const std::string prot_s =
+      bits_text(static_cast<unsigned>(prot),
+                {{PROT_READ, "PROT_READ"}, {PROT_WRITE, "PROT_WRITE"}, {PROT_EXEC, "PROT_EXEC"}}, "PROT_NONE");
   const unsigned type = static_cast<unsigned>(flags) & MAP_TYPE;
   const std::string type_s = type == MAP_SHARED ? "MAP_SHARED" : type == MAP_PRIVATE ? "MAP_PRIVATE" : hex(type);
   const std::string rest = bits_text(static_cast<unsigned>(flags) & ~MAP_TYPE,
-                                     {{MAP_FIXED, "MAP_FIXED"}, {MAP_ANONYMOUS, "MAP_ANONYMOUS"},
-                                      {MAP_NORESERVE, "MAP_NORESERVE"}, {MAP_POPULATE, "MAP_POPULATE"},
+                                     {{MAP_FIXED, "MAP_FIXED"},
+                                      {MAP_ANONYMOUS, "MAP_ANONYMOUS"},
+                                      {MAP_NORESERVE, "MAP_NORESERVE"},
+                                      {MAP_POPULATE, "MAP_POPULATE"},
                                       {MAP_FIXED_NOREPLACE, "MAP_FIXED_NOREPLACE"}},
                                      "");
   std::lock_guard lock(mu_);

@@ -100,7 +100,7 @@ class HCQAllocator : public Allocator {
   std::vector<Staging> staging_;
   uint32_t next_ = 0;
   std::mutex mu_;
-  std::atomic<uint64_t> reset_epoch_{0};            // bumped by Device::on_timeline_reset
+  std::atomic<uint64_t> reset_epoch_{0};           // bumped by Device::on_timeline_reset
   std::atomic<std::thread::id> copying_thread_{};  // who holds mu_ for a copy
 };
 

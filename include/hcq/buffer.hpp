@@ -49,13 +49,18 @@ class Buffer {
   Completion copy_from(const Buffer& src);
 
   template <class T>
-  void copyin(std::span<const T> src) { copyin(std::as_bytes(src)); }
+  void copyin(std::span<const T> src) {
+    copyin(std::as_bytes(src));
+  }
   template <class T>
-  void copyout(std::span<T> dst) const { copyout(std::as_writable_bytes(dst)); }
+  void copyout(std::span<T> dst) const {
+    copyout(std::as_writable_bytes(dst));
+  }
 
  private:
   struct Base;
-  Buffer(std::shared_ptr<Base> base, uint64_t offset, uint64_t size) : base_(std::move(base)), offset_(offset), size_(size) {}
+  Buffer(std::shared_ptr<Base> base, uint64_t offset, uint64_t size)
+      : base_(std::move(base)), offset_(offset), size_(size) {}
   std::shared_ptr<Base> base_;
   uint64_t offset_ = 0;
   uint64_t size_ = 0;

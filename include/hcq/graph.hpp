@@ -67,7 +67,7 @@ using GraphCall = std::variant<KernelCall, CopyCall>;
 // 1 after the entry (compute queues only) and `call index + 2` after a call that signals.
 struct GraphSchedule {
   struct Range {
-    int32_t var = -1;  // the address variable, or -1 for a constant address
+    int32_t var = -1;         // the address variable, or -1 for a constant address
     uint64_t lo = 0, hi = 0;  // [lo, hi): offsets from the variable (or absolute addresses)
     bool write = false;
   };
@@ -90,10 +90,10 @@ struct GraphSchedule {
     bool signals = false;     // a later wait needs this call's progress value
   };
 
-  std::vector<Step> steps;                     // one per call, in call order
-  std::vector<std::vector<Wait>> exit_waits;   // per device: what its compute queue waits before the exit
-  std::vector<uint8_t> entry_signals;          // per device: whether some queue waits for the entry
-  std::vector<uint64_t> last_value;            // per queue: the progress value after its last call (1: none)
+  std::vector<Step> steps;                    // one per call, in call order
+  std::vector<std::vector<Wait>> exit_waits;  // per device: what its compute queue waits before the exit
+  std::vector<uint8_t> entry_signals;         // per device: whether some queue waits for the entry
+  std::vector<uint64_t> last_value;           // per queue: the progress value after its last call (1: none)
 
   static uint64_t value_of(size_t call) { return call + 2; }
   static constexpr uint64_t kEntryValue = 1;
@@ -150,22 +150,22 @@ class Graph {
   std::vector<GraphCall> calls_;
   GraphOptions opts_;
   std::vector<Device*> devices_;
-  std::vector<uint32_t> call_queue_;       // per call: its queue
-  std::vector<uint32_t> queue_device_;     // per queue: device index
+  std::vector<uint32_t> call_queue_;    // per call: its queue
+  std::vector<uint32_t> queue_device_;  // per queue: device index
   std::vector<QueueKind> queue_kinds_;
   GraphSchedule schedule_;
   std::vector<std::unique_ptr<Set>> sets_;
-  std::vector<size_t> dim_checks_;         // kernel calls with symbolic dims
+  std::vector<size_t> dim_checks_;  // kernel calls with symbolic dims
   size_t user_vars_ = 0;
-  uint16_t kick_var_ = 0;                  // then per device: timeline address, timeline value
-  std::vector<uint64_t> vars_;             // caller's values + the graph's own, reused by every replay
-  std::vector<uint32_t> lock_order_;       // device indices by address: the order timeline slots are taken in
+  uint16_t kick_var_ = 0;             // then per device: timeline address, timeline value
+  std::vector<uint64_t> vars_;        // caller's values + the graph's own, reused by every replay
+  std::vector<uint32_t> lock_order_;  // device indices by address: the order timeline slots are taken in
   std::vector<std::optional<Device::TimelineSlot>> slots_;  // per device, held during one replay
-  std::vector<Completion> completions_;    // per device, from the last replay
+  std::vector<Completion> completions_;                     // per device, from the last replay
   OwnedSignal kick_signal_;
   uint64_t kick_ = 0;
   uint64_t runs_ = 0;
-  bool broken_ = false;                    // a replay failed half-way: some queues wait a kick that never came
+  bool broken_ = false;  // a replay failed half-way: some queues wait a kick that never came
 };
 
 }  // namespace hcq

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "hcq/memory.hpp"
 #include "hcq/backend/patch.hpp"
+#include "hcq/memory.hpp"
 #include "hcq/program.hpp"
 #include "hcq/signal.hpp"
 #include "hcq/sym.hpp"
@@ -156,8 +156,8 @@ class HWQueue {
   bool finalized_ = false;
   size_t num_commands_ = 0;
   uint32_t id_;
-  bool tracked_ = false;     // bound or patches side memory: resubmits must know when the last one finished
-  uint64_t seq_ = 0;         // submissions so far
+  bool tracked_ = false;    // bound or patches side memory: resubmits must know when the last one finished
+  uint64_t seq_ = 0;        // submissions so far
   OwnedSignal completion_;  // value = number of the last submission the device finished (only when tracked_)
   uint64_t completion_addr_ = 0;
   std::vector<LaunchCheck> launch_checks_;

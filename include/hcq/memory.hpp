@@ -19,11 +19,11 @@ class Device;
 
 // Options of an allocation (the LRU cache keys on size + these).
 struct BufferSpec {
-  bool uncached = false;    // bypass GPU caches (signals, rings)
-  bool cpu_access = false;  // must be mapped on the host
-  bool host = false;        // lives in host memory (GTT / sysmem) rather than VRAM
-  bool nolru = false;       // never cached on free
-  bool zero = false;        // zero-filled on allocation; never cached on free
+  bool uncached = false;         // bypass GPU caches (signals, rings)
+  bool cpu_access = false;       // must be mapped on the host
+  bool host = false;             // lives in host memory (GTT / sysmem) rather than VRAM
+  bool nolru = false;            // never cached on free
+  bool zero = false;             // zero-filled on allocation; never cached on free
   void* external_ptr = nullptr;  // wrap memory the caller owns; never cached, never freed by us
   auto operator<=>(const BufferSpec&) const = default;
 };
@@ -38,6 +38,5 @@ struct Allocation {
   uint64_t handle = 0;       // backend's own (KFD handle, RM handle, ...)
   void* host_ptr() const { return host_mapped ? reinterpret_cast<void*>(va) : nullptr; }
 };
-
 
 }  // namespace hcq

@@ -20,8 +20,8 @@ class Buffer;
 class Device;
 
 struct LaunchLimits {
-  uint32_t max_threads_per_group = 1024;      // product of local dims
-  uint32_t max_local[3] = {1024, 1024, 64};   // per dim
+  uint32_t max_threads_per_group = 1024;     // product of local dims
+  uint32_t max_local[3] = {1024, 1024, 64};  // per dim
   uint32_t max_global[3] = {0x7fffffff, 65535, 65535};
 };
 
@@ -46,12 +46,12 @@ class Program {
 
   // Eager launch on the device's timeline (Device::submit: wait for the previous submission, exec, signal): returns
   // its completion without waiting. Throws InvalidArgument (check_launch) before anything is submitted.
-  Completion launch(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals,
-                    std::array<uint32_t, 3> global, std::array<uint32_t, 3> local) const;
+  Completion launch(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals, std::array<uint32_t, 3> global,
+                    std::array<uint32_t, 3> local) const;
   // The same with buffers, which must live on this program's device: their addresses are the kernel's buffer
   // arguments (a buffer not yet allocated is allocated now).
-  Completion launch(std::span<const Buffer* const> bufs, std::span<const uint32_t> vals,
-                    std::array<uint32_t, 3> global, std::array<uint32_t, 3> local) const;
+  Completion launch(std::span<const Buffer* const> bufs, std::span<const uint32_t> vals, std::array<uint32_t, 3> global,
+                    std::array<uint32_t, 3> local) const;
   // launch(), and with wait=true also blocks until done (timestamps around the kernel) and returns the kernel's
   // device time in seconds.
   std::optional<double> operator()(std::span<const uint64_t> buf_addrs, std::span<const uint32_t> vals,

@@ -34,8 +34,8 @@ std::vector<std::pair<std::string, std::string>> probe_report();
 
 // A GPU on the PCI bus that no backend exposes, and why ("amdgpu not loaded (modprobe amdgpu)").
 struct UnusableGpu {
-  std::string pci_address;    // "0000:03:00.0"
-  std::string vendor;         // "AMD", "NVIDIA"
+  std::string pci_address;  // "0000:03:00.0"
+  std::string vendor;       // "AMD", "NVIDIA"
   uint16_t vendor_id = 0, device_id = 0;
   std::string kernel_driver;  // the driver bound to it; empty: none
   std::string reason;

@@ -20,10 +20,10 @@ class Signal {
   // Takes a fresh slot from the process pool, value set to `initial`, timestamp 0.
   static Signal create(uint64_t initial = 0, std::string label = {});
 
-  uint64_t value() const;           // acquire load of +0
+  uint64_t value() const;            // acquire load of +0
   void set_value(uint64_t v) const;  // release store of +0, as the host
-  uint64_t timestamp() const;       // raw device ticks at +8 (see Device::ticks_to_us)
-  uint64_t addr() const;            // the same address on the host and on every device
+  uint64_t timestamp() const;        // raw device ticks at +8 (see Device::ticks_to_us)
+  uint64_t addr() const;             // the same address on the host and on every device
   uint64_t* host_ptr() const;
 
   // Blocks until value() >= target: polls, then sleeps with backoff. The timeout (default HCQ_WAIT_TIMEOUT_MS)

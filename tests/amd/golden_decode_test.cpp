@@ -36,8 +36,7 @@ void expect_text(const DecodedPacket& p, const std::string& name, const std::str
 void check_pm4_fields(const Json& fields, const DecodedPacket& p, const std::string& ctx) {
   for (const auto& [k, v] : fields.members()) {
     // Derived or descriptive entries with no single field behind them.
-    if (k == "note" || k == "space" || k == "start_addr_dw" || k == "dw1_upper_bits" || k == "dw3" ||
-        k == "coher_size")
+    if (k == "note" || k == "space" || k == "start_addr_dw" || k == "dw1_upper_bits" || k == "dw3" || k == "coher_size")
       continue;
     if (k.size() > 5 && k.ends_with("_name")) {
       expect_text(p, k.substr(0, k.size() - 5), v.str(), ctx);
@@ -106,10 +105,8 @@ void check_stream(const Target& t, bool sdma, const std::vector<uint32_t>& words
     EXPECT_EQ(p.offset, jp["dword_offset"].u64() * 4) << pctx;
     EXPECT_EQ(p.words, jp["dword_count"].u64()) << pctx;
     if (const Json* f = jp.find("fields")) {
-      if (sdma)
-        check_sdma_fields(*f, p, pctx);
-      else
-        check_pm4_fields(*f, p, pctx);
+      if (sdma) check_sdma_fields(*f, p, pctx);
+      else check_pm4_fields(*f, p, pctx);
     }
   }
 }
@@ -131,8 +128,7 @@ TEST_F(GoldenDecode, EveryCaseDecodesToItsPacketsAndFields) {
     const std::string ctx = c.target + "/" + c.name;
     const Target& t = Target::from_gfx(c.target);
     EXPECT_EQ(c.bin, testing::dwords_of(c.json["dwords"])) << ctx << ": .bin differs from the JSON's dwords";
-    const bool sdma = c.json["queue"].str().find("sdma") != std::string::npos ||
-                      c.name.starts_with("sdma");
+    const bool sdma = c.json["queue"].str().find("sdma") != std::string::npos || c.name.starts_with("sdma");
     check_stream(t, sdma, c.bin, c.json["packets"], ctx);
     // A bound queue's IB holds packets of its own.
     if (const Json* ib = c.json.find("indirect_buffer"))

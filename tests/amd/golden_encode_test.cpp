@@ -38,7 +38,8 @@ std::vector<Deviation> hdp_flush_deviations(size_t at, const Target& t) {
 KernelInfo kernel_of(const VectorCase& exec_case, const Target& t) {
   const std::string hex = exec_case.json["program"]["kernel_descriptor_raw"].str();
   std::vector<std::byte> kd;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) kd.push_back(static_cast<std::byte>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    kd.push_back(static_cast<std::byte>(std::stoul(hex.substr(i, 2), nullptr, 16)));
   return KernelInfo::from_descriptor(KernelDescriptor::parse(kd), t);
 }
 
@@ -143,8 +144,7 @@ TEST(GoldenEncode, EncodersReproduceTheVectorsWordByWord) {
       const Deviation* dev = nullptr;
       for (const Deviation& d : b.deviations)
         if (d.word == i) dev = &d;
-      if (dev)
-        EXPECT_EQ(b.words[i], dev->ours) << ctx << " word " << i << " (deviation: " << dev->why << ")";
+      if (dev) EXPECT_EQ(b.words[i], dev->ours) << ctx << " word " << i << " (deviation: " << dev->why << ")";
       else
         EXPECT_EQ(b.words[i], c.bin[i]) << ctx << " word " << i << std::hex << ": ours 0x" << b.words[i]
                                         << ", vector 0x" << c.bin[i];

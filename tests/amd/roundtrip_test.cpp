@@ -48,8 +48,8 @@ TEST_P(RoundTrip, Pm4SignalWaitTimestampBarrier) {
   e.nop(3);
   const auto p = decode_pm4(w, t());
   EXPECT_EQ(ops(p), (std::vector<std::string>{"RELEASE_MEM", "RELEASE_MEM", "WAIT_REG_MEM", "RELEASE_MEM",
-                                               "RELEASE_MEM", "ACQUIRE_MEM", "WAIT_REG_MEM", "ACQUIRE_MEM",
-                                               "INDIRECT_BUFFER", "RELEASE_MEM", "WAIT_REG_MEM", "NOP", "NOP"}));
+                                              "RELEASE_MEM", "ACQUIRE_MEM", "WAIT_REG_MEM", "ACQUIRE_MEM",
+                                              "INDIRECT_BUFFER", "RELEASE_MEM", "WAIT_REG_MEM", "NOP", "NOP"}));
   ASSERT_EQ(p.size(), 13u);
   EXPECT_EQ(field(p[0], "address"), 0x1000u);
   EXPECT_EQ(field(p[0], "data"), 7u);
@@ -107,7 +107,7 @@ TEST_P(RoundTrip, Pm4ExecWritesTheRegistersItWasGiven) {
   EXPECT_EQ(regs["COMPUTE_PGM_LO"], (0x7f0012345600ull >> 8) & 0xffffffff);
   EXPECT_EQ(regs["COMPUTE_PGM_HI"], 0x7f0012345600ull >> 40);
   EXPECT_EQ(regs["COMPUTE_PGM_RSRC1"], k.rsrc1);
-  EXPECT_EQ(regs["COMPUTE_PGM_RSRC2.lds_size"], 2u);  // 1000 bytes in 512-byte blocks
+  EXPECT_EQ(regs["COMPUTE_PGM_RSRC2.lds_size"], 2u);    // 1000 bytes in 512-byte blocks
   EXPECT_EQ(regs["COMPUTE_USER_DATA_0"], 0xbbbb0000u);  // dispatch pointer first
   EXPECT_EQ(regs["COMPUTE_USER_DATA_2"], 0xaaaa0000u);  // then kernarg pointer
   EXPECT_EQ(regs["COMPUTE_NUM_THREAD_X.num_thread_full"], 64u);
@@ -177,7 +177,7 @@ TEST_P(RoundTrip, SdmaPackets) {
   e.nop(3);
   const auto p = decode_sdma(w, t());
   EXPECT_EQ(ops(p), (std::vector<std::string>{"POLL_REGMEM", "COPY_LINEAR", "COPY_LINEAR", "COPY_LINEAR", "FENCE",
-                                               "FENCE", "TRAP", "TIMESTAMP", "WRITE_LINEAR", "NOP"}));
+                                              "FENCE", "TRAP", "TIMESTAMP", "WRITE_LINEAR", "NOP"}));
   ASSERT_EQ(p.size(), 10u);
   EXPECT_EQ(field(p[0], "func"), 5u);
   EXPECT_EQ(field(p[0], "value"), 3u);

@@ -48,7 +48,8 @@ TEST(AmdCompiler, CDiagnosticsPointAtTheUsersLine) {
   EXPECT_NE(message_of([&] { c.compile("int f(void) { return 1; }\n"); }).find("HCQ_KERNEL"), std::string::npos);
   // A libm function the GPU has no native instruction for fails the link, naming the symbol.
   const std::string m2 = message_of([&] {
-    c.compile("HCQ_KERNEL(k, 1, 0) { HCQ_FOR_EACH_THREAD(x, y, z) { HCQ_BUF(float, 0)[x] = powf(HCQ_BUF(float, 0)[x], 3.0f); } }");
+    c.compile(
+        "HCQ_KERNEL(k, 1, 0) { HCQ_FOR_EACH_THREAD(x, y, z) { HCQ_BUF(float, 0)[x] = powf(HCQ_BUF(float, 0)[x], 3.0f); } }");
   });
   EXPECT_NE(m2.find("powf"), std::string::npos) << m2;
 }
@@ -56,8 +57,9 @@ TEST(AmdCompiler, CDiagnosticsPointAtTheUsersLine) {
 TEST(AmdCompiler, BadIrIsACompileError) {
   AmdCompiler c("gfx1100", SourceLanguage::llvm_ir);
   EXPECT_NE(message_of([&] { c.compile("define void @f( {"); }).find("does not parse"), std::string::npos);
-  EXPECT_NE(message_of([&] { c.compile("target triple = \"x86_64-pc-linux-gnu\"\ndefine void @f() { ret void }"); })
-                .find("x86_64"),
+  EXPECT_NE(message_of([&] {
+              c.compile("target triple = \"x86_64-pc-linux-gnu\"\ndefine void @f() { ret void }");
+            }).find("x86_64"),
             std::string::npos);
 }
 

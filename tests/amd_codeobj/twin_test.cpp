@@ -6,13 +6,13 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/message_of.hpp"
+#include "../common/twin_memory.hpp"
 #include "amd/codeobj/code_object.hpp"
 #include "cpu/cpu_compiler.hpp"
 #include "cpu/cpu_thread_pool.hpp"
-#include "../common/message_of.hpp"
-#include "../common/twin_memory.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "kernels.hpp"
 #include "twins/twin_registry.hpp"
 

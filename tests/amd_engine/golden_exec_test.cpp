@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "../amd/vectors.hpp"
-#include "amd/pm4_facts.hpp"
 #include "amd/encode.hpp"
+#include "amd/pm4_facts.hpp"
 #include "engine_fixture.hpp"
 
 namespace hcq::sim::amd_engine::testing {
@@ -51,7 +51,8 @@ Outcome run_case(const VectorCase& c, const std::vector<uint32_t>& words, TestHo
   }
   // Signals hold a large value so the cases' waits (>=) pass.
   for (const auto& [key, v] : addrs.members())
-    if (key.size() > 11 && key.compare(key.size() - 11, 11, ".value_addr") == 0) host.set<uint32_t>(v.u64(), 0x7fffffff);
+    if (key.size() > 11 && key.compare(key.size() - 11, 11, ".value_addr") == 0)
+      host.set<uint32_t>(v.u64(), 0x7fffffff);
   // The bound IB case: its IB holds a signal of 9 (what tinygrad's mock saw).
   if (c.name == "pm4_bound_ib_submission") {
     std::vector<uint32_t> ib;

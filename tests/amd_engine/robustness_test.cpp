@@ -16,9 +16,9 @@ uint32_t random_header(std::mt19937& rng, SimQueueType type) {
   const uint32_t r = any(rng);
   switch (type) {
     case SimQueueType::compute_pm4: {
-      static constexpr uint8_t kOps[] = {amd::pm4::NOP,          amd::pm4::RELEASE_MEM,     amd::pm4::ACQUIRE_MEM,
-                                         amd::pm4::EVENT_WRITE,  amd::pm4::WAIT_REG_MEM,    amd::pm4::WRITE_DATA,
-                                         amd::pm4::SET_SH_REG,   amd::pm4::DISPATCH_DIRECT, amd::pm4::INDIRECT_BUFFER};
+      static constexpr uint8_t kOps[] = {amd::pm4::NOP,         amd::pm4::RELEASE_MEM,     amd::pm4::ACQUIRE_MEM,
+                                         amd::pm4::EVENT_WRITE, amd::pm4::WAIT_REG_MEM,    amd::pm4::WRITE_DATA,
+                                         amd::pm4::SET_SH_REG,  amd::pm4::DISPATCH_DIRECT, amd::pm4::INDIRECT_BUFFER};
       if (r % 4 == 0) return r;
       return amd::pm4::header(kOps[(r >> 8) % std::size(kOps)], 1 + (r >> 16) % 9);
     }
@@ -26,8 +26,7 @@ uint32_t random_header(std::mt19937& rng, SimQueueType type) {
       if (r % 4 == 0) return r;
       return amd::sdma::kHdrOp.place((r >> 8) % 16) | amd::sdma::kHdrSubOp.place((r >> 12) % 3) |
              (r & 0xffff0000u & ((r & 1) ? 0xffffffffu : 0x000f0000u));
-    case SimQueueType::compute_aql:
-      return (r & 0xffff0000u) | amd::aql::kType.place((r >> 4) % 7);
+    case SimQueueType::compute_aql: return (r & 0xffff0000u) | amd::aql::kType.place((r >> 4) % 7);
   }
   return r;
 }
@@ -89,9 +88,9 @@ void fuzz(SimQueueType type, const char* gfx, int iterations, Scheduling schedul
     }
   }
   EXPECT_GT(faulted, 0);
-  ::testing::Test::RecordProperty(std::string("outcomes_") + gfx,
-                                  std::to_string(faulted) + " faulted, " + std::to_string(completed) + " completed, " +
-                                      std::to_string(waited) + " waiting");
+  ::testing::Test::RecordProperty(std::string("outcomes_") + gfx, std::to_string(faulted) + " faulted, " +
+                                                                      std::to_string(completed) + " completed, " +
+                                                                      std::to_string(waited) + " waiting");
 }
 
 TEST(AmdEngineRobustness, RandomPm4Words) {

@@ -185,7 +185,8 @@ class AqlEngineTest : public ::testing::Test {
   // Writes the packet with its header INVALID, then publishes the header (what a producer does).
   void put(std::vector<uint32_t> pkt, bool publish_header = true) {
     const uint32_t word0 = pkt[0];
-    pkt[0] = (word0 & 0xffff0000u) | amd::aql::header(amd::aql::INVALID, false, amd::aql::SCOPE_NONE, amd::aql::SCOPE_NONE);
+    pkt[0] =
+        (word0 & 0xffff0000u) | amd::aql::header(amd::aql::INVALID, false, amd::aql::SCOPE_NONE, amd::aql::SCOPE_NONE);
     const uint64_t slot = q_->desc().ring_va + (q_->wptr() % 16) * 64;
     q_->submit(pkt, false);
     if (publish_header) host_.set<uint32_t>(slot, word0);
@@ -351,7 +352,8 @@ TEST(AmdEngineFactory, MakesRunnersThroughTheKfdSeam) {
   host.write(kRingVa, w);
   host.set<uint64_t>(kPtrVa + 8, w.size());
   r->doorbell(w.size());
-  for (int i = 0; i < 1000 && host.get<uint32_t>(kDataVa) != 6; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 1000 && host.get<uint32_t>(kDataVa) != 6; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(host.get<uint32_t>(kDataVa), 6u);
   EXPECT_NE(r->describe().find("PM4 queue 3"), std::string::npos) << r->describe();
 }

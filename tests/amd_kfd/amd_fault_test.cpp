@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "common/timeline.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_queue.hpp"
 #include "amd/target.hpp"
 #include "amd_codeobj/kernels.hpp"
+#include "common/timeline.hpp"
 #include "hcq/error.hpp"
 #include "hcq/signal.hpp"
 #include "sim/kfd/sim_amd_device.hpp"

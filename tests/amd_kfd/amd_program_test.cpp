@@ -163,8 +163,7 @@ TEST_P(AmdProgramTest, TwinRunsAHandBuiltPm4Dispatch) {
   auto p = load("axpb", test::axpb_code_object(GetParam()));
   ASSERT_NE(p, nullptr);
   const uint32_t n = 1000, local = 64, groups = (n + local - 1) / local;
-  Allocation in = host_mem(n * 4), out = host_mem(n * 4), ka = host_mem(p->kernarg_bytes()),
-             sig = host_mem(64);
+  Allocation in = host_mem(n * 4), out = host_mem(n * 4), ka = host_mem(p->kernarg_bytes()), sig = host_mem(64);
   for (uint32_t i = 0; i < n; ++i) static_cast<float*>(in.host_ptr())[i] = static_cast<float>(i);
   const uint64_t bufs[2] = {out.va, in.va};
   const uint32_t vals[3] = {n, 3, 7};

@@ -333,7 +333,8 @@ TEST_P(AmdQueueTest, ExecWithConstantAndSymbolicDims) {
     const uint64_t vars[] = {groups, local, 10 + round};
     both->submit(vars);
     wait(done, 10 + round);
-    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(fo[i], static_cast<float>(i) * 5 + 1) << "local " << local << " at " << i;
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(fo[i], static_cast<float>(i) * 5 + 1) << "local " << local << " at " << i;
   }
 
   // A kernel that reads the dispatch packet (hand-written IR) still gets one; on PM4 queues, symbolic dims whose
@@ -341,18 +342,18 @@ TEST_P(AmdQueueTest, ExecWithConstantAndSymbolicDims) {
   // submit from the patched launch block, so they take any dims.
   std::unique_ptr<Program> lds = dev_->load_program("lds_reverse", test::lds_code_object(GetParam()));
   if (std::string(GetParam()) == "gfx942") {
-    EXPECT_NO_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u},
-                                                Dims{Var{1}, 1u, 1u}));
+    EXPECT_NO_THROW(
+        dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u}, Dims{Var{1}, 1u, 1u}));
   } else {
-  EXPECT_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u}, Dims{48u, 1u, 1u}),
-               InvalidArgument);
-  EXPECT_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u},
-                                           Dims{Var{1}, 1u, 1u}),
-               InvalidArgument);
+    EXPECT_THROW(dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u}, Dims{48u, 1u, 1u}),
+                 InvalidArgument);
+    EXPECT_THROW(
+        dev_->compute_queue()->exec(*lds, LaunchArgs{{out.va}, {n}}, Dims{Var{0}, 1u, 1u}, Dims{Var{1}, 1u, 1u}),
+        InvalidArgument);
   }
-  EXPECT_THROW(dev_->copy_queue()->exec(*p, LaunchArgs{{out.va, in.va}, {n, 3u, 7u}}, Dims{1u, 1u, 1u},
-                                        Dims{1u, 1u, 1u}),
-               InvalidArgument);
+  EXPECT_THROW(
+      dev_->copy_queue()->exec(*p, LaunchArgs{{out.va, in.va}, {n, 3u, 7u}}, Dims{1u, 1u, 1u}, Dims{1u, 1u, 1u}),
+      InvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, AmdQueueTest, ::testing::Values("gfx1100", "gfx942", "gfx1201"),

@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/timeline.hpp"
 #include "amd/decode.hpp"
 #include "amd/kfd/amd_device.hpp"
 #include "amd/target.hpp"
+#include "common/timeline.hpp"
 #include "hcq/error.hpp"
 #include "hcq/signal.hpp"
 #include "sim/amd_engine/engine.hpp"
@@ -239,8 +239,7 @@ TEST_P(AmdSignalEventTest, PeerGpuTakesASlotInTheProcessEventPage) {
   ASSERT_NE(g1.event_slot_va(), 0u);
   EXPECT_NE(g0.signal_event_id(), g1.signal_event_id());
   // One event page per KFD process: the second GPU's mailbox is its slot of the page the first gave.
-  EXPECT_EQ(g1.event_slot_va() - g0.event_slot_va(),
-            (uint64_t{g1.signal_event_id()} - g0.signal_event_id()) * 8);
+  EXPECT_EQ(g1.event_slot_va() - g0.event_slot_va(), (uint64_t{g1.signal_event_id()} - g0.signal_event_id()) * 8);
   // The first GPU goes: the page stays (KFD never frees it) and the second keeps sleeping and waking on it.
   devs_.erase(devs_.begin());
   OwnedSignal gate(0, "gate");

@@ -12,8 +12,8 @@
 
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "amd/kfd/kfd.hpp"
-#include "hcq/memory.hpp"
 #include "hcq/backend/process.hpp"
+#include "hcq/memory.hpp"
 #include "sim/kfd/sim_kfd.hpp"
 #include "sim/sim_os.hpp"
 
@@ -48,7 +48,8 @@ class SimKfdTest : public ::testing::TestWithParam<const char*> {
     return va;
   }
   // Allocates `size` at a fresh VA; returns the handle (0 with *err set on failure).
-  uint64_t alloc(uint64_t size, uint32_t flags, uint64_t* va_out = nullptr, uint64_t* off = nullptr, int* err = nullptr) {
+  uint64_t alloc(uint64_t size, uint32_t flags, uint64_t* va_out = nullptr, uint64_t* off = nullptr,
+                 int* err = nullptr) {
     kfd_ioctl_alloc_memory_of_gpu_args a{};
     a.va_addr = reserve(size);
     a.size = size;
@@ -114,7 +115,7 @@ TEST_P(SimKfdTest, AcquireVmNeedsTheRenderNode) {
   early.size = 4096;
   early.gpu_id = gpu_id_;
   early.flags = kGtt;
-  EXPECT_EQ(io(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &early), ENODEV);  // no VM yet
+  EXPECT_EQ(io(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &early), ENODEV);     // no VM yet
   kfd_ioctl_acquire_vm_args a{static_cast<uint32_t>(fd_), gpu_id_};  // /dev/kfd is not a render node
   EXPECT_EQ(io(AMDKFD_IOC_ACQUIRE_VM, &a), EINVAL);
   a = {9999, gpu_id_};
@@ -386,9 +387,9 @@ TEST_P(SimKfdTest, EventsAndTheEventPage) {
   EXPECT_EQ(w.wait_result, static_cast<uint32_t>(KFD_IOC_WAIT_RESULT_TIMEOUT)) << "auto reset";
 
   // The GPU writes the slot, then interrupts: the event fires and the slot is acknowledged.
-  auto* slots = static_cast<uint64_t*>(os_->mmap(reinterpret_cast<void*>(va), SimKfd::kEventPageBytes,
-                                                 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, render_,
-                                                 static_cast<off_t>(off)));
+  auto* slots =
+      static_cast<uint64_t*>(os_->mmap(reinterpret_cast<void*>(va), SimKfd::kEventPageBytes, PROT_READ | PROT_WRITE,
+                                       MAP_SHARED | MAP_FIXED, render_, static_cast<off_t>(off)));
   ASSERT_NE(static_cast<void*>(slots), MAP_FAILED);
   EXPECT_EQ(slots[e.event_id], SimKfd::kUnsignaledSlot);
   slots[e.event_id] = e.event_id;

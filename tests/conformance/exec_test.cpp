@@ -115,8 +115,8 @@ TEST_P(ConformanceExec, PatchedDimsFuzzedLocalSizes) {
 
   auto run = [&](std::array<uint32_t, 3> global, std::array<uint32_t, 3> local) {
     std::ostringstream what;
-    what << "global " << global[0] << "x" << global[1] << "x" << global[2] << ", local " << local[0] << "x"
-         << local[1] << "x" << local[2];
+    what << "global " << global[0] << "x" << global[1] << "x" << global[2] << ", local " << local[0] << "x" << local[1]
+         << "x" << local[2];
     SCOPED_TRACE(what.str());
     std::memset(words, 0, kCap * sizeof(uint32_t));
     uint64_t value = hcq::test::take_timeline_value(dev());

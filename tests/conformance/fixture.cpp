@@ -25,8 +25,8 @@ DeviceMemory::~DeviceMemory() {
 std::byte* DeviceMemory::host() const {
   auto* p = static_cast<std::byte*>(alloc_.host_ptr());
   if (p == nullptr)
-    throw std::logic_error(cat("conformance: allocation at ", hex(alloc_.va), " on ", device_->name(),
-                               " is not host-mapped"));
+    throw std::logic_error(
+        cat("conformance: allocation at ", hex(alloc_.va), " on ", device_->name(), " is not host-mapped"));
   return p;
 }
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/timeline.hpp"
-#include "hcq/hcq.hpp"
 #include "conformance/devices.hpp"
+#include "hcq/hcq.hpp"
 
 namespace hcq::conformance {
 
@@ -142,16 +142,15 @@ std::string device_param_name(const ::testing::TestParamInfo<std::string>& info)
 }  // namespace hcq::conformance
 
 // The instantiation prefix is "Conformance" too, so full names read "Conformance/ConformanceSignal.Basic/CPU_0".
-#define HCQ_CONFORMANCE_INSTANTIATE(Suite)                                                                   \
-  INSTANTIATE_TEST_SUITE_P(Conformance, Suite,                                                              \
-                           ::testing::ValuesIn(::hcq::conformance::conformance_device_names()),             \
+#define HCQ_CONFORMANCE_INSTANTIATE(Suite)                                                                          \
+  INSTANTIATE_TEST_SUITE_P(Conformance, Suite, ::testing::ValuesIn(::hcq::conformance::conformance_device_names()), \
                            ::hcq::conformance::device_param_name)
 
 // Runs a check that may leave its device hung or with a sticky error in a child process (a gtest death test,
 // re-executed so the child starts with fresh devices and the parent's environment), keeping this process's devices
 // clean. `body` is a std::function<void(ChildReport&)>; the test fails unless the child reports every check passed.
-#define HCQ_CONFORMANCE_EXPECT_IN_CHILD(body)                                                                \
-  do {                                                                                                      \
-    GTEST_FLAG_SET(death_test_style, "threadsafe");                                                          \
-    EXPECT_EXIT(::hcq::conformance::run_child(body), ::testing::ExitedWithCode(0), "child checks passed");   \
+#define HCQ_CONFORMANCE_EXPECT_IN_CHILD(body)                                                              \
+  do {                                                                                                     \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                                                        \
+    EXPECT_EXIT(::hcq::conformance::run_child(body), ::testing::ExitedWithCode(0), "child checks passed"); \
   } while (0)

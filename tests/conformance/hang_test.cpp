@@ -92,7 +92,8 @@ TEST_P(ConformanceHang, SynchronizeOnHungDeviceTimesOut) {
     }
     r.note("timeout message: " + message);
     r.check(message.find(dev().name()) != std::string::npos, "the message names the device " + dev().name());
-    r.check(message.find(hex(timeline_addr)) != std::string::npos, "the message names the address " + hex(timeline_addr));
+    r.check(message.find(hex(timeline_addr)) != std::string::npos,
+            "the message names the address " + hex(timeline_addr));
     r.check(mentions_value(message, value), "the message names the expected value " + std::to_string(value));
     r.check(mentions_value(message, value - 1), "the message names the current value " + std::to_string(value - 1));
 

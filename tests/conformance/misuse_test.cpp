@@ -71,10 +71,10 @@ TEST_P(ConformanceMisuse, EncodeFreedSignal) {
 TEST_P(ConformanceMisuse, ExecWithWrongNumberOfArgs) {
   const Dims one{1u, 1u, 1u}, two{2u, 1u, 1u};
   const std::vector<LaunchArgs> wrong = {
-      {{b_->va()}, {2u}},                     // a buffer short
+      {{b_->va()}, {2u}},                      // a buffer short
       {{b_->va(), a_->va(), a_->va()}, {2u}},  // a buffer too many
-      {{b_->va(), a_->va()}, {}},             // a value short
-      {{b_->va(), a_->va()}, {2u, 3u}},       // a value too many
+      {{b_->va(), a_->va()}, {}},              // a value short
+      {{b_->va(), a_->va()}, {2u, 3u}},        // a value too many
   };
   auto q = dev().compute_queue();
   wait_previous(*q);

@@ -12,8 +12,8 @@ namespace {
 
 class ConformanceThreads : public ConformanceFixture {};
 
-constexpr uint32_t kWords = 256;     // per launch
-constexpr uint32_t kRounds = 12;     // launches per thread
+constexpr uint32_t kWords = 256;  // per launch
+constexpr uint32_t kRounds = 12;  // launches per thread
 constexpr uint32_t kLocal = 64;
 
 // What thread t's input holds at word i, and so what launch r leaves in its slice: in + r.
@@ -27,7 +27,8 @@ TEST_P(ConformanceThreads, LaunchesAndCopiesFromTwoThreadsEachTakeOneTimelineVal
   };
   std::vector<PerThread> per;
   for (uint32_t t = 0; t < kThreads; ++t) {
-    per.push_back({Buffer(dev(), kWords * 4), Buffer(dev(), kRounds * kWords * 4), Buffer(dev(), kRounds * kWords * 4)});
+    per.push_back(
+        {Buffer(dev(), kWords * 4), Buffer(dev(), kRounds * kWords * 4), Buffer(dev(), kRounds * kWords * 4)});
     std::vector<uint32_t> in(kWords);
     for (uint32_t i = 0; i < kWords; ++i) in[i] = input_word(t, i);
     per[t].in.copyin(std::span<const uint32_t>(in));

@@ -39,8 +39,7 @@ std::vector<Json> decode_json(const std::string& format, const std::string& arch
 
 namespace {
 struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("hcq-dump-test-" + std::to_string(getpid()));
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("hcq-dump-test-" + std::to_string(getpid()));
   TempDir() { std::filesystem::create_directories(path); }
   ~TempDir() {
     std::error_code ec;

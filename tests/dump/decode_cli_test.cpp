@@ -19,11 +19,11 @@ bool contains(const std::string& s, std::string_view part) { return s.find(part)
 TEST(DumpDecodeCli, BadCommandLinesAreUsageErrors) {
   const std::string file = testing::write_words("one.bin", {0x80000000u});
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {file},                                        // no --format
-           {"--format", "pm4"},                           // no FILE
-           {"--format", "pm5", file},                     // unknown format
-           {"--format"},                                  // --format without its value
-           {"--format", "pm4", "--arch", "gfx9999", file},  // unknown target
+           {file},                                            // no --format
+           {"--format", "pm4"},                               // no FILE
+           {"--format", "pm5", file},                         // unknown format
+           {"--format"},                                      // --format without its value
+           {"--format", "pm4", "--arch", "gfx9999", file},    // unknown target
            {"--format", "nv-push", "--arch", "sm_11", file},  // unknown NV architecture
            {"--format", "pm4", "--bogus", file},
            {"--format", "pm4", file, file},
@@ -49,8 +49,9 @@ TEST(DumpDecodeCli, UnusableFilesSayWhy) {
   EXPECT_EQ(tiny.status, kExitInput);
   EXPECT_TRUE(contains(tiny.err, "3 bytes, shorter than one dword")) << tiny.err;
   // Whole dwords are decoded, the tail is named.
-  const auto odd = run_decode_cli({"--format", "pm4", "--json", testing::write_bytes("odd.bin", std::string(
-      "\x00\x00\x00\x80\x00\x00\x00\x80\x01", 9))});
+  const auto odd =
+      run_decode_cli({"--format", "pm4", "--json",
+                      testing::write_bytes("odd.bin", std::string("\x00\x00\x00\x80\x00\x00\x00\x80\x01", 9))});
   EXPECT_EQ(odd.status, kExitMalformed);
   EXPECT_TRUE(contains(odd.err, "9 bytes, not a whole number of dwords: the last 1 byte was not decoded")) << odd.err;
   EXPECT_EQ(std::count(odd.out.begin(), odd.out.end(), '\n'), 2) << odd.out;

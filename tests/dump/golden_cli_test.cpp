@@ -43,8 +43,7 @@ void check_pm4_fields(const Json& fields, const Out& o) {
   static const std::map<std::string, std::string> kRenamed = {{"ib_size_dw", "ib_size"},
                                                               {"dw1_reserved", "coher_cntl"}};
   for (const auto& [k, v] : fields.members()) {
-    if (k == "note" || k == "space" || k == "start_addr_dw" || k == "dw1_upper_bits" || k == "dw3" ||
-        k == "coher_size")
+    if (k == "note" || k == "space" || k == "start_addr_dw" || k == "dw1_upper_bits" || k == "dw3" || k == "coher_size")
       continue;
     if (k.ends_with("_name") && k.size() > 5) {
       o.name(k.substr(0, k.size() - 5), v.str());

@@ -117,7 +117,7 @@ TEST_P(DumpRoundTripAmd, SdmaEveryOperation) {
   e.nop(2);
   const std::vector<Json> got = decode_and_compare("sdma", GetParam(), w, amd::decode_sdma(w, t()));
   EXPECT_EQ(ops(got), (std::vector<std::string>{"POLL_REGMEM", "COPY_LINEAR", "FENCE", "FENCE", "TRAP", "TRAP",
-                                                 "TIMESTAMP", "WRITE_LINEAR", "NOP"}));
+                                                "TIMESTAMP", "WRITE_LINEAR", "NOP"}));
   ASSERT_EQ(got.size(), 9u);
   EXPECT_EQ(field(got[1], "byte_count"), 4096u);
   EXPECT_EQ(field(got[1], "dst_addr"), 0x300000u);

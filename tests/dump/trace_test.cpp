@@ -10,9 +10,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "amd/kfd/amd_device.hpp"
 #include "../../tools/hcq-dump/commands.hpp"
 #include "../amd/vectors.hpp"
+#include "amd/kfd/amd_device.hpp"
 #include "cli.hpp"
 #include "hcq/device.hpp"
 #include "nv/rm/abi/classes.hpp"
@@ -47,7 +47,8 @@ void expect_in_order(const std::vector<std::string>& lines, const std::vector<st
       std::string all;
       for (const std::string& l : lines) all += "  " + l + "\n";
       FAIL() << "no line with '" << parts.front() << "'" << (parts.size() > 1 ? " (and the rest)" : "")
-             << " in order; the log:\n" << all;
+             << " in order; the log:\n"
+             << all;
     }
   }
 }
@@ -66,8 +67,8 @@ TEST(IoctlDecode, KfdBlocksByName) {
 
   kfd_ioctl_alloc_memory_of_gpu_args m{};
   m.flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-  EXPECT_TRUE(contains(decode_ioctl(Family::kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &m, true).args,
-                       "flags=VRAM|WRITABLE"));
+  EXPECT_TRUE(
+      contains(decode_ioctl(Family::kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &m, true).args, "flags=VRAM|WRITABLE"));
 
   kfd_ioctl_get_version_args v{1, 13};
   EXPECT_EQ(decode_ioctl(Family::unknown, AMDKFD_IOC_GET_VERSION, &v, true).driver_version, "KFD 1.13");
@@ -84,8 +85,7 @@ TEST(IoctlDecode, KfdBlocksByName) {
     kfd_ioctl_create_queue_args known;
     uint64_t newer;
   } grown{q, 0};
-  const DecodedIoctl g =
-      decode_ioctl(Family::kfd, _IOWR(AMDKFD_IOCTL_BASE, 0x02, Grown), &grown, true);
+  const DecodedIoctl g = decode_ioctl(Family::kfd, _IOWR(AMDKFD_IOCTL_BASE, 0x02, Grown), &grown, true);
   EXPECT_EQ(g.name, "AMDKFD_IOC_CREATE_QUEUE");
   EXPECT_TRUE(contains(g.args, "queue_id=3, ") && g.args.ends_with(", +8 bytes newer than this uAPI}")) << g.args;
 }
@@ -180,32 +180,34 @@ TEST(TracingOs, SimAmdBringUpAllocationQueuesTeardownInOrder) {
     const Allocation a = dev->alloc_memory(1 << 16, spec);
     dev->free_memory(a);
     log.sink()("-- queue");
-    { auto q = dev->copy_queue(); }
+    {
+      auto q = dev->copy_queue();
+    }
     log.sink()("-- teardown");
     EXPECT_EQ(os->tracer().driver_versions().at("KFD"), dev->info().driver_version);
   }
   const std::vector<std::string> lines = log.snapshot();
   expect_in_order(lines, {
-      {"open(\"/dev/kfd\"", ") = "},
-      {"AMDKFD_IOC_GET_VERSION {major_version=1", ") = 0", "[driver KFD 1."},
-      {"AMDKFD_IOC_ACQUIRE_VM {drm_fd="},
-      {"AMDKFD_IOC_RUNTIME_ENABLE {", "mode_mask=1"},
-      {"AMDKFD_IOC_GET_PROCESS_APERTURES_NEW {"},
-      {"AMDKFD_IOC_CREATE_EVENT {"},
-      {"-- allocation"},
-      {"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU {", "size=0x10000", ") = 0"},
-      {"mmap(", "/dev/dri/renderD128", ") = 0x"},
-      {"AMDKFD_IOC_MAP_MEMORY_TO_GPU {", "n_devices=1"},
-      {"AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU {"},
-      {"AMDKFD_IOC_FREE_MEMORY_OF_GPU {handle="},
-      {"-- queue"},
-      {"AMDKFD_IOC_CREATE_QUEUE {", "queue_type=SDMA", "ring_size=", ") = 0"},
-      {"mmap(", "/dev/kfd", ") = 0x"},  // the doorbell page
-      {"-- teardown"},
-      {"AMDKFD_IOC_DESTROY_QUEUE {queue_id="},
-      {"AMDKFD_IOC_DESTROY_EVENT {"},
-      {"close(", " /dev/kfd) = 0"},
-  });
+                             {"open(\"/dev/kfd\"", ") = "},
+                             {"AMDKFD_IOC_GET_VERSION {major_version=1", ") = 0", "[driver KFD 1."},
+                             {"AMDKFD_IOC_ACQUIRE_VM {drm_fd="},
+                             {"AMDKFD_IOC_RUNTIME_ENABLE {", "mode_mask=1"},
+                             {"AMDKFD_IOC_GET_PROCESS_APERTURES_NEW {"},
+                             {"AMDKFD_IOC_CREATE_EVENT {"},
+                             {"-- allocation"},
+                             {"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU {", "size=0x10000", ") = 0"},
+                             {"mmap(", "/dev/dri/renderD128", ") = 0x"},
+                             {"AMDKFD_IOC_MAP_MEMORY_TO_GPU {", "n_devices=1"},
+                             {"AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU {"},
+                             {"AMDKFD_IOC_FREE_MEMORY_OF_GPU {handle="},
+                             {"-- queue"},
+                             {"AMDKFD_IOC_CREATE_QUEUE {", "queue_type=SDMA", "ring_size=", ") = 0"},
+                             {"mmap(", "/dev/kfd", ") = 0x"},  // the doorbell page
+                             {"-- teardown"},
+                             {"AMDKFD_IOC_DESTROY_QUEUE {queue_id="},
+                             {"AMDKFD_IOC_DESTROY_EVENT {"},
+                             {"close(", " /dev/kfd) = 0"},
+                         });
   for (const std::string& l : lines) {
     if (l.starts_with("ioctl(") && contains(l, "/dev/kfd, ")) {
       EXPECT_TRUE(contains(l, "AMDKFD_IOC_") && !contains(l, "AMDKFD_IOC_0x")) << "undecoded: " << l;
@@ -226,43 +228,45 @@ TEST(TracingOs, SimNvBringUpAllocationChannelTeardownInOrder) {
     const Allocation a = dev->alloc_memory(1 << 16, spec);
     dev->free_memory(a);
     log.sink()("-- queue");
-    { auto q = dev->compute_queue(); }
+    {
+      auto q = dev->compute_queue();
+    }
     log.sink()("-- teardown");
     EXPECT_EQ(os->tracer().driver_versions().at("RM"), "NVIDIA " + std::string(sim::SimNv::kDefaultDriverVersion));
   }
   const std::vector<std::string> lines = log.snapshot();
   expect_in_order(lines, {
-      {"open(\"/dev/nvidiactl\""},
-      {"NV_ESC_CHECK_VERSION_STR {", "[driver NVIDIA "},
-      {"NV_ESC_RM_ALLOC {", "hClass=NV01_ROOT_CLIENT"},
-      {"open(\"/dev/nvidia-uvm\""},
-      {"UVM_INITIALIZE {", "status=NV_OK"},
-      {"NV_ESC_CARD_INFO {"},
-      {"NV_ESC_RM_CONTROL {", "cmd=NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2"},
-      {"NV_ESC_RM_ALLOC {", "hClass=NV01_DEVICE_0", "status=NV_OK"},
-      {"NV_ESC_RM_ALLOC {", "hClass=NV20_SUBDEVICE_0"},
-      {"NV_ESC_RM_CONTROL {", "cmd=NV2080_CTRL_CMD_GR_GET_INFO"},
-      {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_USERMODE_A"},
-      {"NV_ESC_RM_ALLOC {", "hClass=FERMI_VASPACE_A"},
-      {"UVM_REGISTER_GPU {"},
-      {"UVM_REGISTER_GPU_VASPACE {"},
-      {"-- allocation"},
-      {"NV_ESC_RM_ALLOC {", "hClass=NV01_MEMORY_LOCAL_USER", ") = 0"},
-      {"NV_ESC_RM_MAP_MEMORY {"},
-      {"mmap(", "/dev/nvidia0", ") = 0x"},
-      {"NV_ESC_RM_MAP_MEMORY_DMA {", "dmaOffset=", "status=NV_OK"},
-      {"UVM_MAP_EXTERNAL_ALLOCATION {", "status=NV_OK"},
-      {"UVM_FREE {"},
-      {"NV_ESC_RM_FREE {"},
-      {"-- queue"},
-      {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_CHANNEL_GPFIFO_A"},
-      {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_COMPUTE_B"},
-      {"-- teardown"},
-      {"UVM_UNREGISTER_GPU {"},
-      {"NV_ESC_RM_FREE {"},
-      {"close(", "/dev/nvidia-uvm) = 0"},
-      {"close(", "/dev/nvidiactl) = 0"},
-  });
+                             {"open(\"/dev/nvidiactl\""},
+                             {"NV_ESC_CHECK_VERSION_STR {", "[driver NVIDIA "},
+                             {"NV_ESC_RM_ALLOC {", "hClass=NV01_ROOT_CLIENT"},
+                             {"open(\"/dev/nvidia-uvm\""},
+                             {"UVM_INITIALIZE {", "status=NV_OK"},
+                             {"NV_ESC_CARD_INFO {"},
+                             {"NV_ESC_RM_CONTROL {", "cmd=NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=NV01_DEVICE_0", "status=NV_OK"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=NV20_SUBDEVICE_0"},
+                             {"NV_ESC_RM_CONTROL {", "cmd=NV2080_CTRL_CMD_GR_GET_INFO"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_USERMODE_A"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=FERMI_VASPACE_A"},
+                             {"UVM_REGISTER_GPU {"},
+                             {"UVM_REGISTER_GPU_VASPACE {"},
+                             {"-- allocation"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=NV01_MEMORY_LOCAL_USER", ") = 0"},
+                             {"NV_ESC_RM_MAP_MEMORY {"},
+                             {"mmap(", "/dev/nvidia0", ") = 0x"},
+                             {"NV_ESC_RM_MAP_MEMORY_DMA {", "dmaOffset=", "status=NV_OK"},
+                             {"UVM_MAP_EXTERNAL_ALLOCATION {", "status=NV_OK"},
+                             {"UVM_FREE {"},
+                             {"NV_ESC_RM_FREE {"},
+                             {"-- queue"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_CHANNEL_GPFIFO_A"},
+                             {"NV_ESC_RM_ALLOC {", "hClass=AMPERE_COMPUTE_B"},
+                             {"-- teardown"},
+                             {"UVM_UNREGISTER_GPU {"},
+                             {"NV_ESC_RM_FREE {"},
+                             {"close(", "/dev/nvidia-uvm) = 0"},
+                             {"close(", "/dev/nvidiactl) = 0"},
+                         });
   for (const std::string& l : lines) {
     if (l.starts_with("ioctl(") && contains(l, "/dev/nvidia")) {
       EXPECT_FALSE(contains(l, "NV_ESC_0x") || contains(l, "UVM_0") || contains(l, ", 0x")) << "undecoded: " << l;
@@ -290,16 +294,16 @@ TEST(TraceShim, LogsKfdAndRmRequestsOnANonGpuFileDecodedWithEnotty) {
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   const std::string enotty = ") = -1 ENOTTY (Inappropriate ioctl for device)";
   expect_in_order(lines, {
-      {"# hcq-trace pid ", "trace-probe"},
-      {"open(\"/dev/null\", O_RDWR|O_CLOEXEC) = "},
-      {"/dev/null, AMDKFD_IOC_GET_VERSION" + enotty},
-      {"/dev/null, AMDKFD_IOC_CREATE_QUEUE" + enotty},
-      {"/dev/null, NV_ESC_RM_ALLOC" + enotty},
-      {"/dev/null, NV_ESC_RM_CONTROL" + enotty},
-      {"/dev/null, NV_ESC_CHECK_VERSION_STR" + enotty},
-      {"/dev/null, UVM_INITIALIZE" + enotty},
-      {"close(", "/dev/null) = 0"},
-  });
+                             {"# hcq-trace pid ", "trace-probe"},
+                             {"open(\"/dev/null\", O_RDWR|O_CLOEXEC) = "},
+                             {"/dev/null, AMDKFD_IOC_GET_VERSION" + enotty},
+                             {"/dev/null, AMDKFD_IOC_CREATE_QUEUE" + enotty},
+                             {"/dev/null, NV_ESC_RM_ALLOC" + enotty},
+                             {"/dev/null, NV_ESC_RM_CONTROL" + enotty},
+                             {"/dev/null, NV_ESC_CHECK_VERSION_STR" + enotty},
+                             {"/dev/null, UVM_INITIALIZE" + enotty},
+                             {"close(", "/dev/null) = 0"},
+                         });
 }
 
 TEST(TraceShim, BadCommandLines) {

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "hcq/backend/capture.hpp"
 #include "../../tools/hcq-dump/live_commands.hpp"
+#include "hcq/backend/capture.hpp"
 
 namespace {
 
@@ -38,8 +38,7 @@ namespace {
       std::abort();
   } else {
     const AllocEvent &x = *e.alloc, &y = *b.alloc;
-    if (!b.alloc || x.freed != y.freed || x.device != y.device || x.kind != y.kind || x.va != y.va ||
-        x.size != y.size)
+    if (!b.alloc || x.freed != y.freed || x.device != y.device || x.kind != y.kind || x.va != y.va || x.size != y.size)
       std::abort();
   }
 }

@@ -7,13 +7,13 @@
 #include <optional>
 #include <sstream>
 
+#include "../../tools/hcq-dump/live_commands.hpp"
 #include "hcq/allocator.hpp"
-#include "hcq/bundle.hpp"
 #include "hcq/backend/capture.hpp"
+#include "hcq/bundle.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/registry.hpp"
-#include "../../tools/hcq-dump/live_commands.hpp"
 
 namespace hcq {
 namespace {
@@ -50,21 +50,17 @@ class DumpLive : public ::testing::TestWithParam<std::string> {
     }
   }
   void TearDown() override {
-    if (saved_dir_)
-      ::setenv("HCQ_BUNDLE_DIR", saved_dir_->c_str(), 1);
-    else
-      ::unsetenv("HCQ_BUNDLE_DIR");
-    if (saved_max_)
-      ::setenv("HCQ_BUNDLE_MAX", saved_max_->c_str(), 1);
-    else
-      ::unsetenv("HCQ_BUNDLE_MAX");
+    if (saved_dir_) ::setenv("HCQ_BUNDLE_DIR", saved_dir_->c_str(), 1);
+    else ::unsetenv("HCQ_BUNDLE_DIR");
+    if (saved_max_) ::setenv("HCQ_BUNDLE_MAX", saved_max_->c_str(), 1);
+    else ::unsetenv("HCQ_BUNDLE_MAX");
     fs::remove_all(bundles_);
   }
   // Runs `hcq-dump replay` in-process on `words`.
   int replay(const std::vector<uint32_t>& words, const char* timeout_ms, std::string* out) {
     const fs::path file = bundles_ / "words.bin";
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(words.data()),
-                                                static_cast<std::streamsize>(words.size() * 4));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size() * 4));
     const std::string path = file.string();
     const std::string_view args[] = {"--device", GetParam(), "--queue", "compute", "--timeout-ms", timeout_ms, path};
     std::ostringstream o, e;
@@ -195,8 +191,8 @@ TEST_P(DumpLive, ReplayOutcomes) {
   never->set_value(1);  // let the queue drain so the device is clean for what follows
   dev_->synchronize();
 
-  const std::vector<uint32_t> garbage = {0xdeadbeef, 0xffffffff, 0x12345678, 0xc0de0000, 0x0, 0xffff0001,
-                                         0x80000000, 0xc0ffee00};
+  const std::vector<uint32_t> garbage = {0xdeadbeef, 0xffffffff, 0x12345678, 0xc0de0000,
+                                         0x0,        0xffff0001, 0x80000000, 0xc0ffee00};
   const int rc = replay(garbage, "300", &out);
   EXPECT_TRUE(rc == dump::kExitFaulted || rc == dump::kExitTimedOut || rc == dump::kExitOk) << out;
   if (rc != dump::kExitOk) {

@@ -1,5 +1,5 @@
-#include "common/timeline.hpp"
 #include "graph/graph_fixture.hpp"
+#include "common/timeline.hpp"
 
 #include <cctype>
 #include <map>

@@ -48,8 +48,8 @@ class GraphFixture : public ::testing::TestWithParam<std::string> {
   std::vector<std::unique_ptr<conformance::DeviceMemory>> mem_;
 };
 
-#define HCQ_GRAPH_INSTANTIATE(Suite)                                                                        \
-  INSTANTIATE_TEST_SUITE_P(Graph, Suite, ::testing::ValuesIn(::hcq::graph_test::graph_device_sets()),       \
+#define HCQ_GRAPH_INSTANTIATE(Suite)                                                                  \
+  INSTANTIATE_TEST_SUITE_P(Graph, Suite, ::testing::ValuesIn(::hcq::graph_test::graph_device_sets()), \
                            ::hcq::graph_test::device_set_param_name)
 
 }  // namespace hcq::graph_test

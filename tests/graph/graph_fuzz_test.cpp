@@ -65,7 +65,7 @@ class GraphFuzz : public GraphFixture {
   // compared with eager execution from the same starting memory.
   void run_case(uint64_t seed);
 
-  std::vector<std::unique_ptr<Program>> adds_;  // per device
+  std::vector<std::unique_ptr<Program>> adds_;                    // per device
   std::vector<conformance::DeviceMemory*> fixed_, alternatives_;  // alternatives_[2*i + k]: input i, choice k
 };
 
@@ -79,7 +79,9 @@ void GraphFuzz::run_case(uint64_t seed) {
     bool input;
     uint32_t base, slot;
   };
-  auto random_slot = [&]() { return pick(3) == 0 ? Slot{true, pick(kInputs), pick(kSlots)} : Slot{false, pick(kFixed), pick(kSlots)}; };
+  auto random_slot = [&]() {
+    return pick(3) == 0 ? Slot{true, pick(kInputs), pick(kSlots)} : Slot{false, pick(kFixed), pick(kSlots)};
+  };
   auto addr = [&](const Slot& s) {
     const int64_t off = static_cast<int64_t>(s.slot * kSlotBytes);
     return s.input ? Sym(Var{static_cast<uint16_t>(kVarInput0 + s.base)}, off) : Sym(fixed_[s.base]->va() + off);
@@ -114,8 +116,7 @@ void GraphFuzz::run_case(uint64_t seed) {
       Slot dst = random_slot(), src = random_slot();
       dst.slot = std::min(dst.slot, kSlots - len);
       src.slot = std::min(src.slot, kSlots - len);
-      if (dst.input == src.input && dst.base == src.base &&
-          dst.slot < src.slot + len && src.slot < dst.slot + len) {
+      if (dst.input == src.input && dst.base == src.base && dst.slot < src.slot + len && src.slot < dst.slot + len) {
         src.slot = (dst.slot + len) % (kSlots - len + 1);
         if (src.slot < dst.slot + len && dst.slot < src.slot + len) src = Slot{!dst.input, 0, 0};
       }
@@ -149,10 +150,10 @@ void GraphFuzz::run_case(uint64_t seed) {
     if (replayed != eager) {
       size_t first = 0;
       while (replayed[first] == eager[first]) ++first;
-      FAIL() << "graph fuzz case seed " << seed << " (HCQ_GRAPH_FUZZ_SEED=" << seed << " reproduces it): round "
-             << r << " of " << replays << " replay(s), " << calls.size() << " calls on " << graph.num_queues()
-             << " queues, " << graph.schedule().num_waits() << " waits; first difference at word " << first
-             << ": replay " << replayed[first] << ", eager " << eager[first] << "\n"
+      FAIL() << "graph fuzz case seed " << seed << " (HCQ_GRAPH_FUZZ_SEED=" << seed << " reproduces it): round " << r
+             << " of " << replays << " replay(s), " << calls.size() << " calls on " << graph.num_queues() << " queues, "
+             << graph.schedule().num_waits() << " waits; first difference at word " << first << ": replay "
+             << replayed[first] << ", eager " << eager[first] << "\n"
              << describe(graph, calls);
     }
   }
@@ -171,8 +172,8 @@ TEST_P(GraphFuzz, RandomGraphsMatchEager) {
     try {
       run_case(seed);
     } catch (const std::exception& e) {
-      FAIL() << "graph fuzz case seed " << seed << " (HCQ_GRAPH_FUZZ_SEED=" << seed << " reproduces it) threw: "
-             << e.what();
+      FAIL() << "graph fuzz case seed " << seed << " (HCQ_GRAPH_FUZZ_SEED=" << seed
+             << " reproduces it) threw: " << e.what();
     }
     if (HasFatalFailure() || HasFailure()) return;
     ++cases;

@@ -87,8 +87,8 @@ TEST_P(GraphReplay, TakesBuffersAndReturnsACompletionPerDevice) {
   in.copyin(std::span<const uint32_t>(words));
   const Var v{0};
   std::vector<GraphCall> calls;
-  calls.push_back(KernelCall{add.get(), {use(out, Access::write), use(in, Access::read)}, {kWords, Sym(v)},
-                             {kWords / 16, 1, 1}, {16, 1, 1}});
+  calls.push_back(KernelCall{
+      add.get(), {use(out, Access::write), use(in, Access::read)}, {kWords, Sym(v)}, {kWords / 16, 1, 1}, {16, 1, 1}});
   Graph graph(calls);
   ASSERT_EQ(graph.devices().size(), 1u);
   for (uint64_t r = 1; r <= 3; ++r) {
@@ -115,10 +115,12 @@ TEST_P(GraphReplay, BackToBackReplaysAccumulate) {
   a.upload_as(std::vector<uint32_t>(kWords, 0));
   b.upload_as(std::vector<uint32_t>(kWords, 1000));
   const Var x{0}, v{1};
-  std::vector<GraphCall> calls{
-      KernelCall{add.get(), {{Sym(x), kBytes, Access::write}, {Sym(x), kBytes, Access::read}}, {kWords, Sym(v)},
-                 {kWords / 32, 1, 1}, {32, 1, 1}},
-      CopyCall{&dev(1), copy.va(), Sym(x), kBytes}};
+  std::vector<GraphCall> calls{KernelCall{add.get(),
+                                          {{Sym(x), kBytes, Access::write}, {Sym(x), kBytes, Access::read}},
+                                          {kWords, Sym(v)},
+                                          {kWords / 32, 1, 1},
+                                          {32, 1, 1}},
+                               CopyCall{&dev(1), copy.va(), Sym(x), kBytes}};
   for (uint32_t sets : {1u, 2u, 3u}) {
     SCOPED_TRACE(cat(sets, " sets"));
     a.upload_as(std::vector<uint32_t>(kWords, 0));
@@ -174,10 +176,12 @@ TEST_P(GraphReplay, TimelineWrapAndKickRestartDuringReplayLoop) {
   auto& x = memory(0, kBytes);
   auto& y = memory(1, kBytes);
   x.upload_as(std::vector<uint32_t>(kWords, 0));
-  std::vector<GraphCall> calls{
-      KernelCall{add.get(), {{x.va(), kBytes, Access::write}, {x.va(), kBytes, Access::read}}, {kWords, Sym(Var{0})},
-                 {kWords / 64, 1, 1}, {64, 1, 1}},
-      CopyCall{&dev(1), y.va(), x.va(), kBytes}};
+  std::vector<GraphCall> calls{KernelCall{add.get(),
+                                          {{x.va(), kBytes, Access::write}, {x.va(), kBytes, Access::read}},
+                                          {kWords, Sym(Var{0})},
+                                          {kWords / 64, 1, 1},
+                                          {64, 1, 1}},
+                               CopyCall{&dev(1), y.va(), x.va(), kBytes}};
   Graph graph(calls, GraphOptions{.kick_limit = 5});
   uint32_t sum = 0;
   const uint64_t swapped_before = d0.timeline_value();
@@ -208,8 +212,8 @@ TEST_P(GraphReplay, MisuseIsRefusedAndLeavesTheGraphUsable) {
                                           {Sym(groups), 1, 1},
                                           {64, 1, 1}}};
   Graph graph(calls);
-  EXPECT_THROW(graph.replay({}), InvalidArgument);                          // too few variables
-  EXPECT_THROW(graph.replay(std::vector<uint64_t>{0}), InvalidArgument);    // zero workgroups
+  EXPECT_THROW(graph.replay({}), InvalidArgument);                        // too few variables
+  EXPECT_THROW(graph.replay(std::vector<uint64_t>{0}), InvalidArgument);  // zero workgroups
   EXPECT_THROW(graph.replay(std::vector<uint64_t>{uint64_t{1} << 40}), InvalidArgument);
   graph.replay(std::vector<uint64_t>{kWords / 64});
   graph.wait();

@@ -69,8 +69,11 @@ TEST(GraphSchedule, TransitiveDependenciesArePruned) {
   // A (queue 0) writes x; B (queue 1) reads x, writes y; C (queue 0) reads y and x... C waits B only, and after
   // A on its own queue nothing. D (queue 1) reads what C wrote: waits C. E (queue 1) reads A's x: already known.
   Input in{1, {0, 0}, {}};
-  in.calls = {{0, {wr(0, 8)}}, {1, {rd(0, 8), wr(8, 16)}}, {0, {rd(8, 16), rd(0, 8), wr(16, 24)}},
-              {1, {rd(16, 24)}}, {1, {rd(0, 8)}}};
+  in.calls = {{0, {wr(0, 8)}},
+              {1, {rd(0, 8), wr(8, 16)}},
+              {0, {rd(8, 16), rd(0, 8), wr(16, 24)}},
+              {1, {rd(16, 24)}},
+              {1, {rd(0, 8)}}};
   GraphSchedule s = GraphSchedule::build(in);
   EXPECT_EQ(waits(s.steps[1].waits), (Waits{{0, 2}}));
   EXPECT_EQ(waits(s.steps[2].waits), (Waits{{1, 3}}));
@@ -110,10 +113,10 @@ TEST(GraphSchedule, TwoDevicesWaitEachOthersEntryAndExitOnEverything) {
 
 TEST(GraphSchedule, BadInputIsRefused) {
   EXPECT_THROW(GraphSchedule::build(Input{0, {}, {}}), InvalidArgument);
-  EXPECT_THROW(GraphSchedule::build(Input{2, {0}, {}}), InvalidArgument);           // fewer queues than devices
-  EXPECT_THROW(GraphSchedule::build(Input{1, {0, 3}, {}}), InvalidArgument);        // queue on device 3 of 1
-  EXPECT_THROW(GraphSchedule::build(Input{2, {1, 0}, {}}), InvalidArgument);        // queue 0 not device 0's
-  EXPECT_THROW(GraphSchedule::build(Input{1, {0}, {{5, {}}}}), InvalidArgument);    // call on queue 5
+  EXPECT_THROW(GraphSchedule::build(Input{2, {0}, {}}), InvalidArgument);         // fewer queues than devices
+  EXPECT_THROW(GraphSchedule::build(Input{1, {0, 3}, {}}), InvalidArgument);      // queue on device 3 of 1
+  EXPECT_THROW(GraphSchedule::build(Input{2, {1, 0}, {}}), InvalidArgument);      // queue 0 not device 0's
+  EXPECT_THROW(GraphSchedule::build(Input{1, {0}, {{5, {}}}}), InvalidArgument);  // call on queue 5
 }
 
 }  // namespace

@@ -31,8 +31,7 @@ TEST(NvDecodeRobustness, RandomWordsIntoEveryDecoder) {
       for (uint32_t& x : w) {
         // Mix raw noise with plausible headers so that the method tables are exercised, not only the error paths.
         const uint32_t r = rng();
-        x = (r & 3) == 0 ? pb::header(static_cast<SecOp>(rng() % 8), rng() % 8, (rng() % 0x2000) & ~3u,
-                                      rng() % 6)
+        x = (r & 3) == 0 ? pb::header(static_cast<SecOp>(rng() % 8), rng() % 8, (rng() % 0x2000) & ~3u, rng() % 6)
                          : rng();
       }
       const auto d = decode_pushbuffer(w, arch);

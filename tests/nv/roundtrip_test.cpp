@@ -91,21 +91,21 @@ TEST_P(NvRoundTrip, ComputeMethods) {
   e.compute_setup(0x7293'0000'0000ull, 0x7294'0000'0000ull);
   e.set_local_memory(0x1'0000'0000ull, 0x20000, 0x40);
   const auto d = decode(w);
-  EXPECT_EQ(ops(d), (std::vector<std::string>{"INVALIDATE_SHADER_CACHES_NO_WFI", "SEND_PCAS_A",
-                                              "SEND_SIGNALING_PCAS2_B", "SET_SHADER_LOCAL_MEMORY_WINDOW_A",
-                                              "SET_SHADER_LOCAL_MEMORY_WINDOW_B", "SET_SHADER_SHARED_MEMORY_WINDOW_A",
-                                              "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SET_SHADER_LOCAL_MEMORY_A",
-                                              "SET_SHADER_LOCAL_MEMORY_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A",
-                                              "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B",
-                                              "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C"}));
+  EXPECT_EQ(ops(d),
+            (std::vector<std::string>{
+                "INVALIDATE_SHADER_CACHES_NO_WFI", "SEND_PCAS_A", "SEND_SIGNALING_PCAS2_B",
+                "SET_SHADER_LOCAL_MEMORY_WINDOW_A", "SET_SHADER_LOCAL_MEMORY_WINDOW_B",
+                "SET_SHADER_SHARED_MEMORY_WINDOW_A", "SET_SHADER_SHARED_MEMORY_WINDOW_B", "SET_SHADER_LOCAL_MEMORY_A",
+                "SET_SHADER_LOCAL_MEMORY_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A",
+                "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B", "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C"}));
   for (const char* f : {"INSTRUCTION", "GLOBAL_DATA", "CONSTANT"}) EXPECT_EQ(d[0].field(f)->text, "TRUE") << f;
   EXPECT_EQ(d[1].field("QMD_ADDRESS_SHIFTED8")->value, 0x12'3456'7800ull >> 8);
   EXPECT_EQ(d[2].field("PCAS_ACTION")->text, "PREFETCH_SCHEDULE");
   EXPECT_EQ(d[3].data, 0x7293u);
   EXPECT_EQ(d[11].field("MAX_SM_COUNT")->value, 0x40u);
   for (const DecodedEntry& x : d) EXPECT_EQ(x.subchannel, pb::kComputeSubchannel);
-  EXPECT_THROW(e.launch(0x1234'5600ull + 0x10), InvalidArgument);       // not 256-byte aligned
-  EXPECT_THROW(e.launch(uint64_t{1} << 40), InvalidArgument);           // beyond SEND_PCAS_A's reach
+  EXPECT_THROW(e.launch(0x1234'5600ull + 0x10), InvalidArgument);  // not 256-byte aligned
+  EXPECT_THROW(e.launch(uint64_t{1} << 40), InvalidArgument);      // beyond SEND_PCAS_A's reach
 }
 
 TEST_P(NvRoundTrip, CopySplitsAtTheEngineLimit) {
@@ -303,12 +303,12 @@ TEST_P(NvRoundTrip, QmdRejectsWhatTheHardwareCannotTake) {
   p.code_address = 0x1000;
   EXPECT_THROW(b.program(short_qmd, p), InvalidArgument);
   b.program(q, p);
-  EXPECT_THROW(b.launch(q, 0x1000, 0x160, {Sym(0u), Sym(1u), Sym(1u)}, {Sym(1u), Sym(1u), Sym(1u)}),
-               InvalidArgument);
+  EXPECT_THROW(b.launch(q, 0x1000, 0x160, {Sym(0u), Sym(1u), Sym(1u)}, {Sym(1u), Sym(1u), Sym(1u)}), InvalidArgument);
   EXPECT_THROW(b.launch(q, 0x1000, 0x160, {Sym(1u), Sym(1u << 16), Sym(1u)}, {Sym(1u), Sym(1u), Sym(1u)}),
-               InvalidArgument) << "CTA raster height is 16 bits";
-  EXPECT_THROW(b.launch(q, 0x1000, 0x160, {Sym(1u), Sym(1u), Sym(1u)}, {Sym(1024u), Sym(2u), Sym(1u)}),
-               InvalidArgument) << "2048 threads per block";
+               InvalidArgument)
+      << "CTA raster height is 16 bits";
+  EXPECT_THROW(b.launch(q, 0x1000, 0x160, {Sym(1u), Sym(1u), Sym(1u)}, {Sym(1024u), Sym(2u), Sym(1u)}), InvalidArgument)
+      << "2048 threads per block";
   EXPECT_THROW(b.chain(q, 0x1080), InvalidArgument);
   EXPECT_THROW(b.release(q, 2, 0x1000, 1), InvalidArgument);
 }
@@ -330,8 +330,8 @@ TEST(NvGpfifo, EntryRoundTripAndLimits) {
   EXPECT_THROW(gpfifo_entry(uint64_t{1} << 40, 1), InvalidArgument);
   EXPECT_THROW(gpfifo_entry(0x1000, 0), InvalidArgument);
   EXPECT_THROW(gpfifo_entry(0x1000, 1u << 21), InvalidArgument);
-  const auto ring = decode_gpfifo(std::vector<uint32_t>{static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32),
-                                                        0, 0x0});
+  const auto ring =
+      decode_gpfifo(std::vector<uint32_t>{static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32), 0, 0x0});
   ASSERT_EQ(ring.size(), 2u);
   EXPECT_EQ(ring[1].op, "GP_CONTROL");
   EXPECT_EQ(ring[1].field("OPCODE")->text, "NOP");

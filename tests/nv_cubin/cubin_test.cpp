@@ -94,12 +94,14 @@ TEST_P(CubinPerArch, SharedMemoryGlobalDataAndRelocations) {
   // The initial values of `table` are in the image.
   const float want[4] = {1.0f, 2.0f, 3.0f, 4.0f};
   bool found = false;
-  for (size_t o = 0; o + sizeof want <= img.size() && !found; o += 4) found = !std::memcmp(img.data() + o, want, sizeof want);
+  for (size_t o = 0; o + sizeof want <= img.size() && !found; o += 4)
+    found = !std::memcmp(img.data() + o, want, sizeof want);
   EXPECT_TRUE(found);
   EXPECT_THROW((void)c.image_at(base + 4), InvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, CubinPerArch, ::testing::Values("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"));
+INSTANTIATE_TEST_SUITE_P(Archs, CubinPerArch,
+                         ::testing::Values("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"));
 
 TEST(Cubin, SmVersionFromFlagsForBothAbiVersions) {
   EXPECT_EQ(cubin::sm_of_flags(8, 0x6005004), 80u);

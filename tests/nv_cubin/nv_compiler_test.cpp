@@ -42,7 +42,8 @@ TEST(NvCompiler, IdentityTargetOptionsKeyTheCache) {
 TEST(NvCompiler, DiagnosticsNameTheUsersLine) {
   REQUIRE_NVRTC();
   NvCompiler c("sm_90");
-  const std::string m = compile_error_of([&] { (void)c.compile("HCQ_KERNEL(k, 1, 0) {\n  undeclared_thing = 1;\n}\n"); });
+  const std::string m =
+      compile_error_of([&] { (void)c.compile("HCQ_KERNEL(k, 1, 0) {\n  undeclared_thing = 1;\n}\n"); });
   EXPECT_NE(m.find("kernel.c(2)"), std::string::npos) << m;
   EXPECT_NE(m.find("undeclared_thing"), std::string::npos) << m;
   EXPECT_NE(compile_error_of([&] { (void)c.compile("static int x;\n"); }).find("no kernel"), std::string::npos);

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/cpu_compiler.hpp"
-#include "cpu/cpu_thread_pool.hpp"
 #include "../common/message_of.hpp"
 #include "../common/twin_memory.hpp"
-#include "hcq/error.hpp"
+#include "cpu/cpu_compiler.hpp"
+#include "cpu/cpu_thread_pool.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "nv/cubin/cubin.hpp"
 #include "nv_kernels.hpp"
 #include "twins/nv_twins.hpp"

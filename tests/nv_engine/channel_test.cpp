@@ -17,8 +17,9 @@ void semaphore(Push& p, const nv::ClassMethods& h, uint64_t va, uint64_t payload
   uint32_t exec = field(h, "SEM_EXECUTE", "OPERATION", op) |
                   field(h, "SEM_EXECUTE", "PAYLOAD_SIZE", is64 ? std::string_view("64BIT") : std::string_view("32BIT"));
   if (timestamp) exec |= field(h, "SEM_EXECUTE", "RELEASE_TIMESTAMP", std::string_view("EN"));
-  p.inc(0, h, "SEM_ADDR_LO", {static_cast<uint32_t>(va), static_cast<uint32_t>(va >> 32), static_cast<uint32_t>(payload),
-                             static_cast<uint32_t>(payload >> 32), exec});
+  p.inc(0, h, "SEM_ADDR_LO",
+        {static_cast<uint32_t>(va), static_cast<uint32_t>(va >> 32), static_cast<uint32_t>(payload),
+         static_cast<uint32_t>(payload >> 32), exec});
 }
 
 class NvEngineChannel : public ::testing::TestWithParam<NvArch> {
@@ -130,8 +131,7 @@ TEST_P(NvEngineChannel, HeaderForms) {
       header(SecOp::immd_data_method, 0, ex->offset, release32),
       // ONE_INC: first to SEM_ADDR_LO, the rest to SEM_ADDR_HI.
       header(SecOp::one_inc, 0, lo->offset, 3), static_cast<uint32_t>(kDataVa + 0x30), 0, 0,
-      header(SecOp::immd_data_method, 0, ex->offset, release32),
-      header(SecOp::end_pb_segment, 0, 0, 0),
+      header(SecOp::immd_data_method, 0, ex->offset, release32), header(SecOp::end_pb_segment, 0, 0, 0),
       0xffffffffu,  // past the end of the segment: never executed
   };
   ch->submit(w);
@@ -151,8 +151,9 @@ TEST_P(NvEngineChannel, Copies) {
                          field(c, "LAUNCH_DMA", "DST_MEMORY_LAYOUT", std::string_view("PITCH")) |
                          field(c, "LAUNCH_DMA", "DATA_TRANSFER_TYPE", std::string_view("NON_PIPELINED"));
   auto copy = [&](Push& p, uint64_t to, uint64_t from, uint32_t bytes) {
-    p.inc(4, c, "OFFSET_IN_UPPER", {static_cast<uint32_t>(from >> 32), static_cast<uint32_t>(from),
-                                    static_cast<uint32_t>(to >> 32), static_cast<uint32_t>(to)});
+    p.inc(4, c, "OFFSET_IN_UPPER",
+          {static_cast<uint32_t>(from >> 32), static_cast<uint32_t>(from), static_cast<uint32_t>(to >> 32),
+           static_cast<uint32_t>(to)});
     p.inc(4, c, "LINE_LENGTH_IN", {bytes});
   };
   Push p;
@@ -165,16 +166,18 @@ TEST_P(NvEngineChannel, Copies) {
   copy(p, dst + 0x100, src + 0x200, 16);
   p.inc(4, c, "PITCH_IN", {100, 32, 16, 4});
   p.inc(4, c, "SET_SEMAPHORE_A", {static_cast<uint32_t>(kDataVa >> 32), static_cast<uint32_t>(kDataVa), 77});
-  p.inc(4, c, "LAUNCH_DMA", {pitch | field(c, "LAUNCH_DMA", "MULTI_LINE_ENABLE", std::string_view("TRUE")) |
-                             field(c, "LAUNCH_DMA", "SEMAPHORE_TYPE", std::string_view("RELEASE_FOUR_WORD_SEMAPHORE")) |
-                             field(c, "LAUNCH_DMA", "INTERRUPT_TYPE", std::string_view("NON_BLOCKING"))});
+  p.inc(4, c, "LAUNCH_DMA",
+        {pitch | field(c, "LAUNCH_DMA", "MULTI_LINE_ENABLE", std::string_view("TRUE")) |
+         field(c, "LAUNCH_DMA", "SEMAPHORE_TYPE", std::string_view("RELEASE_FOUR_WORD_SEMAPHORE")) |
+         field(c, "LAUNCH_DMA", "INTERRUPT_TYPE", std::string_view("NON_BLOCKING"))});
   ch->submit(p.w);
   ASSERT_EQ(ch->settle(), RunnerState::idle) << ch->runner().describe();
   EXPECT_EQ(std::memcmp(d + 3, s + 5, 13), 0);
   EXPECT_EQ(d[2], std::byte{0});
   EXPECT_EQ(d[16], std::byte{0});
   EXPECT_EQ(std::memcmp(d + 0x1000, s + 0x1000, big - 0x1000), 0);
-  for (int line = 0; line < 4; ++line) EXPECT_EQ(std::memcmp(d + 0x100 + line * 32, s + 0x200 + line * 100, 16), 0) << line;
+  for (int line = 0; line < 4; ++line)
+    EXPECT_EQ(std::memcmp(d + 0x100 + line * 32, s + 0x200 + line * 100, 16), 0) << line;
   EXPECT_EQ(d[0x100 + 16], std::byte{0}) << "between lines untouched";
   EXPECT_EQ(host_.get<uint64_t>(kDataVa), 77u);
   EXPECT_GE(host_.get<uint64_t>(kDataVa + 8), 1000u);
@@ -185,9 +188,9 @@ TEST_P(NvEngineChannel, Copies) {
 TEST_P(NvEngineChannel, EncoderStreamsExecute) {
   const nv::NvArchInfo& a = nv::arch_info(GetParam());
   auto ch = channel(NvEngineKind::compute, 16, 1);
-  host_.set<uint64_t>(kDataVa, 40);         // a signal with a value the timestamp must keep
-  host_.set<uint32_t>(kDataVa + 0x20, 0x4); // bit 2 set, bit 3 clear
-  host_.set<uint64_t>(kDataVa + 0x30, 9);   // waited for
+  host_.set<uint64_t>(kDataVa, 40);          // a signal with a value the timestamp must keep
+  host_.set<uint32_t>(kDataVa + 0x20, 0x4);  // bit 2 set, bit 3 clear
+  host_.set<uint64_t>(kDataVa + 0x30, 9);    // waited for
   std::vector<uint32_t> w;
   nv::PushbufferEncoder e(a, w);
   e.set_object(nv::pb::kComputeSubchannel, a.classes.compute);

@@ -28,9 +28,7 @@ uint32_t sem_exec(const nv::ClassMethods& h, std::string_view op, bool is64) {
 }
 
 std::vector<StreamCase> cases() {
-  auto one = [](std::vector<uint32_t> w) {
-    return [w](TestChannel& ch, TestHost&) { ch.submit(w); };
-  };
+  auto one = [](std::vector<uint32_t> w) { return [w](TestChannel& ch, TestHost&) { ch.submit(w); }; };
   return {
       {"unknown host method", NvEngineKind::compute, one({header(SecOp::inc_method, 0, 0x0c, 1), 0}),
        ChannelFaultKind::pbdma_error, "unknown host method 0xc"},
@@ -82,7 +80,8 @@ std::vector<StreamCase> cases() {
       {"acquire unmapped", NvEngineKind::compute,
        [](TestChannel& ch, TestHost&) {
          Push p;
-         p.inc(0, ch.host_class(), "SEM_ADDR_LO", {0x10000, 0x66, 1, 0, sem_exec(ch.host_class(), "ACQ_CIRC_GEQ", false)});
+         p.inc(0, ch.host_class(), "SEM_ADDR_LO",
+               {0x10000, 0x66, 1, 0, sem_exec(ch.host_class(), "ACQ_CIRC_GEQ", false)});
          ch.submit(p.w);
        },
        ChannelFaultKind::mmu_fault, "semaphore acquire", 0x6600010000},
@@ -101,9 +100,10 @@ std::vector<StreamCase> cases() {
          p.set_object(4, c.class_id);
          p.inc(4, c, "OFFSET_IN_UPPER", {0, static_cast<uint32_t>(kDataVa), 0x55, 0});
          p.inc(4, c, "LINE_LENGTH_IN", {64});
-         p.inc(4, c, "LAUNCH_DMA", {field(c, "LAUNCH_DMA", "SRC_MEMORY_LAYOUT", std::string_view("PITCH")) |
-                                    field(c, "LAUNCH_DMA", "DST_MEMORY_LAYOUT", std::string_view("PITCH")) |
-                                    field(c, "LAUNCH_DMA", "DATA_TRANSFER_TYPE", std::string_view("NON_PIPELINED"))});
+         p.inc(4, c, "LAUNCH_DMA",
+               {field(c, "LAUNCH_DMA", "SRC_MEMORY_LAYOUT", std::string_view("PITCH")) |
+                field(c, "LAUNCH_DMA", "DST_MEMORY_LAYOUT", std::string_view("PITCH")) |
+                field(c, "LAUNCH_DMA", "DATA_TRANSFER_TYPE", std::string_view("NON_PIPELINED"))});
          ch.submit(p.w);
        },
        ChannelFaultKind::mmu_fault, "LAUNCH_DMA", 0x5500000000},
@@ -210,7 +210,8 @@ TEST_P(NvEngineFault, RandomStreamsNeverCrash) {
         const nv::Method& m = c->methods[(r >> 8) % c->methods.size()];
         const uint32_t sub = c->kind == nv::ClassKind::host ? 0 : c->kind == nv::ClassKind::compute ? 1 : 4;
         p.w.push_back(header(SecOp::inc_method, sub, m.offset, 1));
-        p.w.push_back(r % 5 == 0 ? static_cast<uint32_t>(kDataVa + ((r >> 20) % 0x10000)) : static_cast<uint32_t>(r >> 32));
+        p.w.push_back(r % 5 == 0 ? static_cast<uint32_t>(kDataVa + ((r >> 20) % 0x10000))
+                                 : static_cast<uint32_t>(r >> 32));
       } else {
         p.w.push_back(static_cast<uint32_t>(r >> (r % 2 ? 32 : 0)));
       }

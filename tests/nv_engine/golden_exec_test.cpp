@@ -20,8 +20,9 @@ struct NvCase {
 
 std::vector<NvCase> load_cases(const std::string& dir) {
   std::vector<NvCase> out;
-  for (const char* name : {"nv_compute_signal", "nv_compute_wait", "nv_compute_timestamp", "nv_compute_memory_barrier",
-                           "nv_compute_exec", "nv_compute_exec_signal", "nv_copy_8", "nv_copy_signal", "nv_copy_wait"}) {
+  for (const char* name :
+       {"nv_compute_signal", "nv_compute_wait", "nv_compute_timestamp", "nv_compute_memory_barrier", "nv_compute_exec",
+        "nv_compute_exec_signal", "nv_copy_8", "nv_copy_signal", "nv_copy_wait"}) {
     NvCase c{name, Json::parse_file(dir + "/nv/" + name + ".json"), {}};
     c.words = amd::testing::dwords_of(c.json["dwords"]);
     out.push_back(std::move(c));
@@ -55,7 +56,8 @@ TEST(NvEngineGolden, VectorsExecuteAsTheMockSaw) {
     const Json& addresses = c.json["addresses"];
     if (check.has("precondition")) host.set<uint64_t>(addresses["sig.value_addr"].u64(), 7);
     if (c.name == "nv_copy_8")
-      for (uint32_t i = 0; i < 8; ++i) host.set<uint8_t>(addresses["src.va_addr"].u64() + i, static_cast<uint8_t>(i + 1));
+      for (uint32_t i = 0; i < 8; ++i)
+        host.set<uint8_t>(addresses["src.va_addr"].u64() + i, static_cast<uint8_t>(i + 1));
     if (const Json* q = c.json.find("qmd")) host.write((*q)["va"].u64(), amd::testing::dwords_of((*q)["raw_dwords"]));
 
     std::mutex mu;
@@ -71,7 +73,8 @@ TEST(NvEngineGolden, VectorsExecuteAsTheMockSaw) {
     TestChannel ch(host, group, nv::NvArch::ada, copy ? NvEngineKind::copy : NvEngineKind::compute, 64);
     // tinygrad binds its classes once when it creates the channel: compute on subchannel 1, copy on 4.
     Push bind;
-    bind.set_object(copy ? nv::pb::kCopySubchannel : nv::pb::kComputeSubchannel, copy ? ada.classes.copy : ada.classes.compute);
+    bind.set_object(copy ? nv::pb::kCopySubchannel : nv::pb::kComputeSubchannel,
+                    copy ? ada.classes.copy : ada.classes.compute);
     ch.submit(bind.w, false);
     ch.submit(c.words);
     ASSERT_EQ(ch.settle(), RunnerState::idle) << ch.runner().describe();

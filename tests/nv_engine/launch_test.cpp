@@ -7,8 +7,8 @@
 
 #include "cpu/cpu_compiler.hpp"
 #include "engine_fixture.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "nv/encode.hpp"
 #include "nv/facts/qmd.hpp"
 #include "sim/nv_engine/twin_launch.hpp"
@@ -49,7 +49,8 @@ class NvEngineLaunch : public ::testing::TestWithParam<NvArch> {
     arch_ = &nv::arch_info(GetParam());
     TwinRegistry& reg = registry();
     reg.unmap_image(kProgVa);
-    reg.map_image(kProgVa, ImageDesc{"nv-engine-test-image", 4096,
+    reg.map_image(kProgVa, ImageDesc{"nv-engine-test-image",
+                                     4096,
                                      {ImageKernel{"add_one", 0, std::nullopt, arch_->cbank0_param_offset, 64}}});
     options_.launch = [this, twin = twin_launcher(reg)](const Launch& l, ChannelHost& h) {
       launches_.push_back(l);
@@ -148,9 +149,10 @@ TEST_P(NvEngineLaunch, ReportSemaphore) {
   const auto& c = ch_->compute_class();
   Push p;
   p.set_object(1, c.class_id);
-  p.inc(1, c, "SET_REPORT_SEMAPHORE_A", {0, static_cast<uint32_t>(kDataVa + 0x100), 42,
-                                          field(c, "SET_REPORT_SEMAPHORE_D", "OPERATION", std::string_view("RELEASE")) |
-                                              field(c, "SET_REPORT_SEMAPHORE_D", "STRUCTURE_SIZE", std::string_view("ONE_WORD"))});
+  p.inc(1, c, "SET_REPORT_SEMAPHORE_A",
+        {0, static_cast<uint32_t>(kDataVa + 0x100), 42,
+         field(c, "SET_REPORT_SEMAPHORE_D", "OPERATION", std::string_view("RELEASE")) |
+             field(c, "SET_REPORT_SEMAPHORE_D", "STRUCTURE_SIZE", std::string_view("ONE_WORD"))});
   ch_->submit(p.w);
   ASSERT_EQ(ch_->settle(), RunnerState::idle) << ch_->runner().describe();
   EXPECT_EQ(host_.get<uint32_t>(kDataVa + 0x100), 42u);
@@ -207,7 +209,10 @@ TEST_P(NvEngineLaunch, BadQmdsFault) {
        },
        ChannelFaultKind::mmu_fault, "constant bank 0"},
       {"release unmapped",
-       [&](const q::QmdLayout& l, auto& w) { nv::QmdBuilder(*arch_).release(w, 0, 0x5000000, 1); (void)l; },
+       [&](const q::QmdLayout& l, auto& w) {
+         nv::QmdBuilder(*arch_).release(w, 0, 0x5000000, 1);
+         (void)l;
+       },
        ChannelFaultKind::mmu_fault, "RELEASE0"},
   };
   for (const BadQmd& c : cases) {

@@ -204,8 +204,7 @@ TEST_P(NvFaultInfoOnSim, MalformedDebuggerCallsGetRmStatuses) {
   // A debugger command sent to an object that does not export it, and to a handle that does not exist.
   EXPECT_EQ(control_status(nv().gpu().device(), abi::ctrl::debug_read_mmu_fault_info, &m, sizeof m),
             st::err_not_supported);
-  EXPECT_EQ(control_status(0xcafe0001, abi::ctrl::debug_read_mmu_fault_info, &m, sizeof m),
-            st::err_object_not_found);
+  EXPECT_EQ(control_status(0xcafe0001, abi::ctrl::debug_read_mmu_fault_info, &m, sizeof m), st::err_object_not_found);
   // More SMs than one call may read.
   auto sm = std::make_unique<abi::ReadAllSmErrorStatesParams>();
   *sm = abi::ReadAllSmErrorStatesParams{};

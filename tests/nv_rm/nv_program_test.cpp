@@ -5,9 +5,9 @@
 
 #include <array>
 #include <chrono>
-#include <optional>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -270,8 +270,8 @@ HCQ_KERNEL(local_table, 1, 1) {
   ASSERT_GT(nvp.kernel().stack_bytes, 0u) << "the compiler kept the table in registers (frame "
                                           << nvp.kernel().frame_bytes << "); the test needs local memory";
   const DecodedEntry q = decode_qmd(nvp.qmd_template(), arch().qmd_version);
-  const DecodedField* slm = q.field(arch().qmd_version == 5 ? "SHADER_LOCAL_MEMORY_HIGH_SIZE_SHIFTED4"
-                                                            : "SHADER_LOCAL_MEMORY_HIGH_SIZE");
+  const DecodedField* slm =
+      q.field(arch().qmd_version == 5 ? "SHADER_LOCAL_MEMORY_HIGH_SIZE_SHIFTED4" : "SHADER_LOCAL_MEMORY_HIGH_SIZE");
   ASSERT_NE(slm, nullptr);
   EXPECT_NE(slm->value, 0u);
   Mem out(dev(), 256);

@@ -315,12 +315,10 @@ TEST(NvRingBackpressure, FullRingTimesOutNamingGpGetAndGpPut) {
   const char* old = std::getenv("HCQ_WAIT_TIMEOUT_MS");
   const std::string saved = old != nullptr ? old : "";
   ::setenv("HCQ_WAIT_TIMEOUT_MS", "200", 1);
-  EXPECT_EXIT(fill_a_hung_ring(),
-      ::testing::ExitedWithCode(3), "compute channel 0x[0-9a-f]+: no room for 1 GPFIFO entries.*GPGet stays at 1, GPPut [0-9]+");
-  if (old != nullptr)
-    ::setenv("HCQ_WAIT_TIMEOUT_MS", saved.c_str(), 1);
-  else
-    ::unsetenv("HCQ_WAIT_TIMEOUT_MS");
+  EXPECT_EXIT(fill_a_hung_ring(), ::testing::ExitedWithCode(3),
+              "compute channel 0x[0-9a-f]+: no room for 1 GPFIFO entries.*GPGet stays at 1, GPPut [0-9]+");
+  if (old != nullptr) ::setenv("HCQ_WAIT_TIMEOUT_MS", saved.c_str(), 1);
+  else ::unsetenv("HCQ_WAIT_TIMEOUT_MS");
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, NvQueueOnSim, ::testing::Values("ampere", "ga100", "hopper", "blackwell"));

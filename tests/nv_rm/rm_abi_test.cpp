@@ -1,8 +1,8 @@
 // The RM/UVM ABI as data: struct sizes and offsets per driver branch, request numbers, driver version matching,
 // status names, and the RM client's error typing against a minimal scripted /dev/nvidiactl.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/ctrl.hpp"
@@ -49,13 +49,13 @@ TEST(NvRmAbi, RequestNumbersAreLinuxIowrOfTypeF) {
 TEST(NvRmAbi, SizesOfTheBlocksTheDriverChecks) {
   // The sizes the driver compares (or that decide which struct it reads); static_asserts pin the layouts, this
   // records the numbers in one readable place.
-  EXPECT_EQ(sizeof(RmAllocParams), 32u);             // NVOS21
-  EXPECT_EQ(sizeof(RmAllocWithRightsParams), 48u);   // NVOS64
-  EXPECT_EQ(sizeof(RmControlParams), 32u);           // NVOS54
-  EXPECT_EQ(sizeof(RmFreeParams), 16u);              // NVOS00
-  EXPECT_EQ(sizeof(RmAllocMemoryWithFd), 56u);       // NVOS02 + fd
-  EXPECT_EQ(sizeof(RmMapMemoryWithFd), 56u);         // NVOS33 + fd
-  EXPECT_EQ(sizeof(RmUnmapMemoryParams), 32u);       // NVOS34
+  EXPECT_EQ(sizeof(RmAllocParams), 32u);            // NVOS21
+  EXPECT_EQ(sizeof(RmAllocWithRightsParams), 48u);  // NVOS64
+  EXPECT_EQ(sizeof(RmControlParams), 32u);          // NVOS54
+  EXPECT_EQ(sizeof(RmFreeParams), 16u);             // NVOS00
+  EXPECT_EQ(sizeof(RmAllocMemoryWithFd), 56u);      // NVOS02 + fd
+  EXPECT_EQ(sizeof(RmMapMemoryWithFd), 56u);        // NVOS33 + fd
+  EXPECT_EQ(sizeof(RmUnmapMemoryParams), 32u);      // NVOS34
   EXPECT_EQ(sizeof(CardInfo), 72u);
   EXPECT_EQ(sizeof(VersionCheck), 72u);
   EXPECT_EQ(sizeof(ChannelAllocParams), 368u);
@@ -201,9 +201,7 @@ class ScriptedCtl final : public Os {
         static_cast<RmControlParams*>(arg)->status = control_status;
         return 0;
       }
-      case esc::rm_free:
-        static_cast<RmFreeParams*>(arg)->status = status::ok;
-        return 0;
+      case esc::rm_free: static_cast<RmFreeParams*>(arg)->status = status::ok; return 0;
     }
     return errno = EINVAL, -1;
   }

@@ -2,29 +2,29 @@
 // object tree's checks and the statuses they give, sizes and nodes (EINVAL), controls, the version file, memory
 // mapped on the host and through UVM at the same VA, UVM's range errors, the usermode doorbell reaching a channel's
 // runner, and faults written to the channel's error notifier.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <chrono>
-#include <optional>
-#include <thread>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/timeline.hpp"
+#include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/compiler.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/program.hpp"
-#include "nv/facts/arch.hpp"
 #include "nv/encode.hpp"
+#include "nv/facts/arch.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/classes.hpp"
@@ -321,8 +321,8 @@ TEST_F(SimNvTest, ControlsAnswerForTheGpu) {
   abi::ArchInfoParams a{};
   EXPECT_EQ(control(subdevice, abi::ctrl::mc_get_arch_info, &a, sizeof a), st::ok);
   EXPECT_EQ(a.architecture, abi::arch_info::ga100);
-  abi::InfoPair list[3] = {{abi::gr_info::litter_num_gpcs, 0}, {abi::gr_info::litter_num_tpc_per_gpc, 0},
-                           {abi::gr_info::sm_version, 0}};
+  abi::InfoPair list[3] = {
+      {abi::gr_info::litter_num_gpcs, 0}, {abi::gr_info::litter_num_tpc_per_gpc, 0}, {abi::gr_info::sm_version, 0}};
   abi::GrInfoParams gr{};
   gr.list_size = 3;
   gr.list = reinterpret_cast<uintptr_t>(list);

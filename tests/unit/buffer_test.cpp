@@ -9,10 +9,10 @@
 #include "common/axpb_source.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/buffer.hpp"
+#include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/program.hpp"
-#include "hcq/compiler.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq {

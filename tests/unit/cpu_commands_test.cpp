@@ -10,14 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/timeline.hpp"
 #include "../../drivers/cpu/cpu_commands.hpp"
 #include "../../drivers/cpu/cpu_device.hpp"
 #include "../../drivers/cpu/cpu_ring.hpp"
 #include "../../drivers/cpu/cpu_worker.hpp"
+#include "common/timeline.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/process.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq::cpu {
@@ -69,9 +69,9 @@ TEST(CpuCommands, TableIsComplete) {
   }
   EXPECT_EQ(command_info(uint32_t{kCommands.size()}), nullptr);
   EXPECT_STREQ(opcode_name(0xee), "unknown");
-  EXPECT_TRUE(check_header(0xee | (1u << 16), 1));                   // unknown opcode
-  EXPECT_TRUE(check_header(make_header(Opcode::nop, 0), 4));         // a NOP still has its header
-  EXPECT_FALSE(check_header(make_header(Opcode::nop, 3), 3));        // any NOP length fits
+  EXPECT_TRUE(check_header(0xee | (1u << 16), 1));             // unknown opcode
+  EXPECT_TRUE(check_header(make_header(Opcode::nop, 0), 4));   // a NOP still has its header
+  EXPECT_FALSE(check_header(make_header(Opcode::nop, 3), 3));  // any NOP length fits
   EXPECT_EQ(join64(0x89abcdefu, 0x01234567u), 0x0123456789abcdefull);
 }
 
@@ -107,9 +107,8 @@ TEST_F(CpuDeviceTest, EncoderOutputParsesBackWithTheTable) {
   auto c = dev_->copy_queue();
   c->copy(b.va, a.va, 256);
 
-  const std::vector<Opcode> expected = {Opcode::wait,    Opcode::timestamp, Opcode::exec,
-                                        Opcode::barrier, Opcode::write32,   Opcode::write64,
-                                        Opcode::poll_bit, Opcode::signal};
+  const std::vector<Opcode> expected = {Opcode::wait,    Opcode::timestamp, Opcode::exec,     Opcode::barrier,
+                                        Opcode::write32, Opcode::write64,   Opcode::poll_bit, Opcode::signal};
   EXPECT_EQ(parse(q->words()), expected);
   EXPECT_EQ(q->num_commands(), expected.size());
   EXPECT_EQ(parse(c->words()), std::vector<Opcode>{Opcode::copy});

@@ -11,8 +11,8 @@
 
 #include "../../drivers/cpu/cpu_compiler.hpp"
 #include "../../drivers/cpu/elf_loader.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "hcq/kernel_abi.h"
 
 namespace hcq::cpu {
@@ -146,7 +146,8 @@ TEST_F(CpuElfLoader, MissingCompilerSaysHowToInstallIt) {
   const std::string saved = old ? old : "";
   setenv("HCQ_CC", "/nonexistent/clang-19", 1);
   CpuCompiler cc(real_os());
-  if (old) setenv("HCQ_CC", saved.c_str(), 1); else unsetenv("HCQ_CC");
+  if (old) setenv("HCQ_CC", saved.c_str(), 1);
+  else unsetenv("HCQ_CC");
   try {
     cc.compile(kAddOne);
     FAIL() << "compiled without a compiler";

@@ -11,9 +11,9 @@
 
 #include "common/timeline.hpp"
 #include "hcq/allocator.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/backend/process.hpp"
 
 namespace hcq {
 namespace {
@@ -30,8 +30,8 @@ class FakeDevice final : public Device {
   Allocation alloc_memory(uint64_t size, const BufferSpec& spec) override {
     ++allocs;
     uint64_t va = process().va.alloc(size);
-    void* p = ::mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE,
-                     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
     if (p == MAP_FAILED) throw OutOfMemory("fake device: mmap failed");
     note_alloc(static_cast<int64_t>(size));
     last_spec = spec;
@@ -164,9 +164,7 @@ TEST_F(DeviceTimelineTest, SwapsToTheShadowPast2To31) {
   EXPECT_EQ(resets, 4);
 }
 
-TEST_F(DeviceTimelineTest, SetTimelineValueRejectsZero) {
-  EXPECT_THROW(dev.set_timeline_value(0), InvalidArgument);
-}
+TEST_F(DeviceTimelineTest, SetTimelineValueRejectsZero) { EXPECT_THROW(dev.set_timeline_value(0), InvalidArgument); }
 
 TEST_F(DeviceTimelineTest, SideMemoryIsHostVisibleAndAligned) {
   SideBlock a = dev.alloc_side(100, 256);

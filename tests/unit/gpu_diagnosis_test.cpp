@@ -433,7 +433,7 @@ TEST(DrmQuery, KfdVersionThroughTheSeam) {
   EXPECT_EQ(v->minor, sim::SimKfd::kKfdMinor);
   FakeOs none;
   EXPECT_EQ(amd::query_kfd_version(none), std::nullopt);  // no /dev/kfd
-  none.nodes["/dev/kfd"] = 0;                              // opens, but GET_VERSION fails
+  none.nodes["/dev/kfd"] = 0;                             // opens, but GET_VERSION fails
   EXPECT_EQ(amd::query_kfd_version(none), std::nullopt);
   EXPECT_EQ(none.open_fds, 0);
 }

@@ -1,7 +1,7 @@
 // HWQueue builder: validation, finalize rules, patch-only-what-changed and the completion wait, against a small
 // fake backend whose "commands" are opcode + operand words and whose "device" is the test itself.
-#include "common/timeline.hpp"
 #include "hcq/hw_queue.hpp"
+#include "common/timeline.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -12,11 +12,11 @@
 #include <thread>
 
 #include "hcq/allocator.hpp"
+#include "hcq/backend/process.hpp"
+#include "hcq/backend/signal_pool.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
-#include "hcq/backend/process.hpp"
 #include "hcq/program.hpp"
-#include "hcq/backend/signal_pool.hpp"
 
 namespace hcq {
 namespace {
@@ -72,10 +72,8 @@ class FakeQueue final : public HWQueue {
   void encode_write(Sym addr, Sym value, Width width) override {
     emit(kWrite);
     emit_sym64(addr);
-    if (width == Width::b64)
-      emit_sym64(value);
-    else
-      emit_sym32(value);
+    if (width == Width::b64) emit_sym64(value);
+    else emit_sym32(value);
   }
   void encode_poll_bit(Sym addr, uint32_t mask, bool set) override {
     emit(kPoll);
@@ -115,8 +113,8 @@ class FakeDevice final : public Device {
   }
   Allocation alloc_memory(uint64_t size, const BufferSpec& spec) override {
     uint64_t va = process().va.alloc(size);
-    void* p = ::mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE,
-                     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(reinterpret_cast<void*>(va), size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
     if (p == MAP_FAILED) throw OutOfMemory("fake device: mmap failed");
     note_alloc(static_cast<int64_t>(size));
     return Allocation{va, size, spec, this, true, 0};
@@ -143,12 +141,12 @@ void FakeQueue::encode_exec(const Program&, const LaunchArgs& args, const Dims& 
   SideBlock kernargs = device().alloc_side(8 * args.bufs.size() + 4 * args.vals.size() + 8);
   side_.push_back(kernargs);
   for (size_t i = 0; i < args.bufs.size(); ++i)
-    patches_.add(args.bufs[i], {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kernargs.host + 8 * i),
-                                PatchList::Kind::u64});
+    patches_.add(args.bufs[i],
+                 {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kernargs.host + 8 * i), PatchList::Kind::u64});
   for (size_t i = 0; i < args.vals.size(); ++i)
-    patches_.add(args.vals[i], {PatchList::kAbsolute,
-                                reinterpret_cast<uint64_t>(kernargs.host + 8 * args.bufs.size() + 4 * i),
-                                PatchList::Kind::u32});
+    patches_.add(args.vals[i],
+                 {PatchList::kAbsolute, reinterpret_cast<uint64_t>(kernargs.host + 8 * args.bufs.size() + 4 * i),
+                  PatchList::Kind::u32});
   emit(kExec);
   for (const Sym& g : global) emit_sym32(g);
   for (const Sym& l : local) emit_sym32(l);
@@ -205,9 +203,9 @@ TEST_F(HWQueueTest, ReleasedSignalIsRejected) {
 TEST_F(HWQueueTest, NonsenseOperandsAreRejectedWithoutEmitting) {
   auto q = dev.fake_queue();
   EXPECT_TRUE(contains(error_of<InvalidArgument>([&] { q->copy(0x1000, 0x2000, 0); }), "size 0"));
-  EXPECT_THROW(q->signal(Sym(0), 1), InvalidArgument);          // null address
-  EXPECT_THROW(q->wait(Sym(0x1004), 1), InvalidArgument);       // misaligned signal
-  EXPECT_THROW(q->write(Sym(0x1002), 1), InvalidArgument);      // misaligned word
+  EXPECT_THROW(q->signal(Sym(0), 1), InvalidArgument);                           // null address
+  EXPECT_THROW(q->wait(Sym(0x1004), 1), InvalidArgument);                        // misaligned signal
+  EXPECT_THROW(q->write(Sym(0x1002), 1), InvalidArgument);                       // misaligned word
   EXPECT_THROW(q->write(Sym(0x1000), Sym(uint64_t{1} << 40)), InvalidArgument);  // does not fit 32 bits
   EXPECT_THROW(q->poll_bit(Sym(0x1000), 0, true), InvalidArgument);
   EXPECT_EQ(q->num_commands(), 0u);
@@ -253,8 +251,7 @@ TEST_F(HWQueueTest, ThreadCountOfHugeLocalDimsDoesNotWrapAround) {
   for (int i = 0; i < 3; ++i) wide.max_local[i] = wide.max_global[i] = 0xffffffffu;
   FakeProgram prog(dev, 0, 0, wide);
   auto q = dev.fake_queue();
-  const std::string msg =
-      error_of<InvalidArgument>([&] { q->exec(prog, {}, {1, 1, 1}, {1u << 31, 1u << 31, 4u}); });
+  const std::string msg = error_of<InvalidArgument>([&] { q->exec(prog, {}, {1, 1, 1}, {1u << 31, 1u << 31, 4u}); });
   EXPECT_TRUE(contains(msg, "threads per workgroup")) << msg;
   EXPECT_EQ(q->num_commands(), 0u);
   q->exec(prog, {}, {0xffffffffu, 1, 1}, {1024u, 1, 1});  // at the limits: accepted
@@ -269,11 +266,11 @@ TEST_F(HWQueueTest, SymbolicDimsAreCheckedAtSubmitBeforePatching) {
   q->submit(std::vector<uint64_t>{4, 32, 32});
   ASSERT_EQ(q->bound_copy[1], 4u);
   const std::vector<std::vector<uint64_t>> bad = {
-      {0, 32, 32},                          // no workgroups
-      {4, 1025, 1},                         // local x over max_local
-      {4, 64, 32},                          // 2048 threads per workgroup
-      {4, (uint64_t{1} << 32) | 1, 1},      // would truncate to 1 in a 32-bit word
-      {uint64_t{1} << 31, 1, 1},            // global x over max_global
+      {0, 32, 32},                      // no workgroups
+      {4, 1025, 1},                     // local x over max_local
+      {4, 64, 32},                      // 2048 threads per workgroup
+      {4, (uint64_t{1} << 32) | 1, 1},  // would truncate to 1 in a 32-bit word
+      {uint64_t{1} << 31, 1, 1},        // global x over max_global
   };
   for (const auto& vars : bad) {
     std::string msg = error_of<InvalidArgument>([&] { q->submit(vars); });
@@ -409,7 +406,7 @@ TEST_F(HWQueueTest, InFlightCompletionSignalOutlivesTheQueue) {
   const uint64_t completion_addr = q->submissions[0].completion_addr;
   const size_t live = process().signals.live_count();
   hcq::test::take_timeline_value(dev);  // the submission belongs to timeline value 1
-  q.reset();                  // must not block, and must not free a slot the device will still write
+  q.reset();                            // must not block, and must not free a slot the device will still write
   EXPECT_EQ(process().signals.live_count(), live);
 
   dev.timeline_signal().set_value(1);

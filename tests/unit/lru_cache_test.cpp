@@ -2,9 +2,9 @@
 // counted (and can be made to fail).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,7 +65,10 @@ class FakeDevice : public Device {
       throw OutOfMemory("FAKE:0: told to fail");
     }
     if (spec.external_ptr != nullptr) {
-      return {.va = reinterpret_cast<uint64_t>(spec.external_ptr), .size = size, .spec = spec, .device = this,
+      return {.va = reinterpret_cast<uint64_t>(spec.external_ptr),
+              .size = size,
+              .spec = spec,
+              .device = this,
               .host_mapped = true};
     }
     if (bytes_in_use() + size > capacity_) {

@@ -18,9 +18,7 @@ class PatchListTest : public ::testing::Test {
   PatchList patches;
   uint32_t region = patches.add_region(reinterpret_cast<std::byte*>(words.data()));
 
-  PatchList::Location at(size_t word, PatchList::Kind kind = PatchList::Kind::u32) {
-    return {region, word * 4, kind};
-  }
+  PatchList::Location at(size_t word, PatchList::Kind kind = PatchList::Kind::u32) { return {region, word * 4, kind}; }
 };
 
 TEST_F(PatchListTest, RegionsStartAtOne) { EXPECT_GE(region, 1u); }

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "hcq/error.hpp"
-#include "hcq/memory.hpp"
 #include "hcq/backend/os.hpp"
 #include "hcq/backend/process.hpp"
+#include "hcq/error.hpp"
+#include "hcq/memory.hpp"
 
 namespace hcq {
 namespace {

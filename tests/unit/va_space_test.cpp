@@ -6,9 +6,9 @@
 #include <csetjmp>
 #include <csignal>
 
-#include "hcq/error.hpp"
-#include "hcq/backend/va_space.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/backend/va_space.hpp"
+#include "hcq/error.hpp"
 
 namespace hcq {
 namespace {
@@ -113,13 +113,13 @@ TEST(VaSpaceTest, FreedRangeFaultsInsteadOfShowingOldData) {
   VaSpace va(real_os(), 4 * kMiB);
   uint64_t a = va.alloc(4096);
   // A backend maps memory into the range, as a device allocation would.
-  void* p = ::mmap(reinterpret_cast<void*>(a), 4096, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void* p =
+      ::mmap(reinterpret_cast<void*>(a), 4096, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_EQ(p, reinterpret_cast<void*>(a));
   *static_cast<volatile int*>(p) = 7;
   va.free(a, 4096);
 
-  struct sigaction act {}, old_segv {};
+  struct sigaction act{}, old_segv{};
   act.sa_handler = on_fault;
   sigaction(SIGSEGV, &act, &old_segv);
   volatile bool faulted = false;

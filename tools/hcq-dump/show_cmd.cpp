@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "hcq/bundle.hpp"
 #include "hcq/backend/capture.hpp"
+#include "hcq/bundle.hpp"
 #include "hcq/error.hpp"
 #include "live_commands.hpp"
 #include "packet_print.hpp"
@@ -137,7 +137,8 @@ void show_ring(const capture::RingDump& r, const AllocMap& allocs, std::ostream&
   if (r.va != 0) {
     out << "  segment at " << hex(r.va) << " (entry " << r.read << ")  " << r.format << "  " << r.words.size()
         << " dwords";
-    if (r.dropped) out << (r.words.empty() ? " (not readable from the host: " : " (") << r.dropped << " dwords not kept)";
+    if (r.dropped)
+      out << (r.words.empty() ? " (not readable from the host: " : " (") << r.dropped << " dwords not kept)";
   } else {
     out << "ring " << r.device << " " << r.queue << "  " << r.format << "  read " << r.read << " write " << r.write
         << "  " << r.words.size() << " dwords pending";

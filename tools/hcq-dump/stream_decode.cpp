@@ -1,7 +1,6 @@
 // Converting the vendor decoders' results into the one Packet shape.
 #include "stream_decode.hpp"
 
-
 #include "amd/decode.hpp"
 #include "amd/target.hpp"
 #include "hcq/error.hpp"
@@ -17,8 +16,8 @@ struct FormatName {
   std::string_view name;
 };
 constexpr FormatName kFormats[] = {
-    {Format::pm4, "pm4"},           {Format::sdma, "sdma"},       {Format::aql, "aql"},
-    {Format::nv_gpfifo, "nv-gpfifo"}, {Format::nv_push, "nv-push"}, {Format::nv_qmd, "nv-qmd"},
+    {Format::pm4, "pm4"},         {Format::sdma, "sdma"},     {Format::aql, "aql"}, {Format::nv_gpfifo, "nv-gpfifo"},
+    {Format::nv_push, "nv-push"}, {Format::nv_qmd, "nv-qmd"},
 };
 
 template <class DecodedField>

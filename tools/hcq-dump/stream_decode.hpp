@@ -22,9 +22,9 @@ std::string_view format_names();  // "pm4|sdma|aql|nv-gpfifo|nv-push|nv-qmd", fo
 bool is_nv(Format f);
 
 struct Field {
-  std::string name;   // as the vendor writes it: "int_sel", "COMPUTE_PGM_RSRC1.vgprs", "OPERATION"
+  std::string name;  // as the vendor writes it: "int_sel", "COMPUTE_PGM_RSRC1.vgprs", "OPERATION"
   uint64_t value = 0;
-  std::string text;   // enum or register name, empty when none
+  std::string text;  // enum or register name, empty when none
 };
 
 struct Packet {
@@ -32,7 +32,7 @@ struct Packet {
   std::string op;      // "RELEASE_MEM", "COPY_LINEAR", "SEM_EXECUTE", "GP_ENTRY", "QMD_V03_00", "OPCODE_0xf3"
   uint32_t words = 0;  // dwords of the input it spans
   std::vector<Field> fields;
-  std::string error;   // why it is malformed or unknown; empty when it decoded cleanly
+  std::string error;  // why it is malformed or unknown; empty when it decoded cleanly
   // NV pushbuffer methods only (cls empty otherwise): the class, subchannel, method offset, data and SEC_OP.
   std::string cls;
   uint32_t subchannel = 0, method = 0, data = 0;

@@ -118,7 +118,7 @@ struct DeviceResult {
   GraphBenchResult graph{kNaN, kNaN, kNaN};
   std::optional<CudaLaunchResult> cuda_launch;  // CUDA's launch of the same cubin (real NVIDIA GPUs only)
   std::string cuda_unavailable;                 // why cuda_launch is absent, when that is not an error
-  std::vector<std::string> errors;  // "<measurement>: <message>"
+  std::vector<std::string> errors;              // "<measurement>: <message>"
 };
 
 double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
@@ -129,15 +129,15 @@ double gbps(uint64_t bytes, double us) { return static_cast<double>(bytes) / (us
 
 struct BenchPrograms {
   std::unique_ptr<Program> empty;
-  std::unique_ptr<Program> args;  // one buffer, one value
+  std::unique_ptr<Program> args;      // one buffer, one value
   std::vector<uint8_t> empty_binary;  // what `empty` was loaded from: the CUDA comparison loads the same image
 };
 
 BenchPrograms load_programs(Device& dev, const std::string& interface) {
   std::optional<BenchKernels> kernels = bench_kernels_for(interface);
   if (!kernels) {
-    throw Error(cat("no bench kernels for device interface '", interface,
-                    "' (add them to tools/hcq/bench_kernels.cpp)"));
+    throw Error(
+        cat("no bench kernels for device interface '", interface, "' (add them to tools/hcq/bench_kernels.cpp)"));
   }
   Compiler& compiler = dev.compiler();
   BenchPrograms p;
@@ -246,8 +246,7 @@ void measure_enqueue_bound(Device& dev, const Program& args_program, std::array<
 // one-value kernel with constant operands, signal. Queues are built in batches (one clock read per batch instead of
 // per ~200 ns queue) and destroyed outside the timed region; the synchronize between batches lets the side memory
 // the destroyed queues held be reused, as it is in a steady stream of eager launches.
-void measure_encode(Device& dev, const Program& args_program, uint64_t buffer_va, const Config& cfg,
-                    DeviceResult& r) {
+void measure_encode(Device& dev, const Program& args_program, uint64_t buffer_va, const Config& cfg, DeviceResult& r) {
   constexpr int kBatch = 32;
   const LaunchArgs args{{Sym(buffer_va)}, {Sym(7)}};
   std::vector<std::unique_ptr<HWQueue>> queues;
@@ -285,8 +284,8 @@ void measure_copies(Device& dev, const Config& cfg, DeviceResult& r) {
   b.copyout(std::span<std::byte>(host_dst));
   dev.synchronize();
   if (std::memcmp(host_src.data(), host_dst.data(), n) != 0) {
-    throw DeviceFault(cat(dev.name(), ": bytes read back after h2d, d2d, d2h differ from those written (",
-                          n, " bytes)"));
+    throw DeviceFault(
+        cat(dev.name(), ": bytes read back after h2d, d2d, d2h differ from those written (", n, " bytes)"));
   }
 
   // Each copy is timed to completion on the device: synchronize is inside the timed region. The four
@@ -348,8 +347,8 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
     attempt(r, "launch_us", [&] { measure_launch(*dev, *programs->empty, cfg, r); });
     attempt(r, "launch_bound_us", [&] { measure_launch_bound(*dev, *programs->empty, cfg, r); });
     attempt(r, "cuda_launch_us", [&] {
-      CudaComparison c = compare_cuda_launch(*dev, programs->empty_binary, BenchKernels::kEmptyName,
-                                             cfg.launch_warmup, cfg.launch_runs);
+      CudaComparison c = compare_cuda_launch(*dev, programs->empty_binary, BenchKernels::kEmptyName, cfg.launch_warmup,
+                                             cfg.launch_runs);
       r.cuda_launch = std::move(c.measured);
       r.cuda_unavailable = std::move(c.unavailable);
     });
@@ -479,9 +478,8 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
               met(eager_ratio, eager_ratio >= kGraphEagerRatioTarget));
     for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 18).c_str(), e.c_str());
   }
-  std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n",
-              cfg.launch_runs, cfg.enqueue_runs, cfg.execs_per_queue, human_bytes(cfg.copy_bytes).c_str(),
-              cfg.copy_runs);
+  std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n", cfg.launch_runs,
+              cfg.enqueue_runs, cfg.execs_per_queue, human_bytes(cfg.copy_bytes).c_str(), cfg.copy_runs);
 }
 
 }  // namespace

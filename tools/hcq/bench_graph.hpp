@@ -27,9 +27,9 @@ struct GraphBenchResult {
 
 struct GraphBenchConfig {
   std::vector<uint32_t> sizes{16, 64, 256};  // graph sizes (kernels); at least two different ones
-  int warmup = 20;   // untimed replays per size before the first timed one
-  int runs = 400;    // timed replays per size
-  int rounds = 20;   // the runs are split into this many rounds; each round replays every size in turn
+  int warmup = 20;                           // untimed replays per size before the first timed one
+  int runs = 400;                            // timed replays per size
+  int rounds = 20;  // the runs are split into this many rounds; each round replays every size in turn
 };
 
 // `args_program` takes one buffer and one value (BenchKernels::kArgsName). Throws on any device error.

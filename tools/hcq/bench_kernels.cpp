@@ -8,7 +8,8 @@
 namespace hcq::tool {
 
 std::optional<BenchKernels> bench_kernels_for(std::string_view interface) {
-  if (interface == "cpu" || interface == "kfd" || interface == "sim-kfd" || interface == "rm" || interface == "sim-rm") {
+  if (interface == "cpu" || interface == "kfd" || interface == "sim-kfd" || interface == "rm" ||
+      interface == "sim-rm") {
     // C with the HCQ kernel ABI (include/hcq/kernel_abi.h, which every device's compiler prepends):
     // HCQ_KERNEL(name, buffers, values).
     return BenchKernels{

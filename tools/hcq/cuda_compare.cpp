@@ -217,14 +217,15 @@ CudaComparison compare_cuda_launch(const CudaLaunchRequest& request) {
   return CudaComparison{std::move(r), {}};
 }
 
-CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, const std::string& kernel,
-                                   int warmup, int runs) {
+CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, const std::string& kernel, int warmup,
+                                   int runs) {
   const DeviceInfo info = dev.info();
   const std::string& interface = info.interface;
   if (interface == "sim-rm")
     return unavailable(cat(dev.name(), " is a simulated GPU: CUDA launches only on a real NVIDIA GPU (NV:n)"));
   if (interface != "rm")
-    return unavailable(cat(dev.name(), " is not an NVIDIA GPU (interface ", interface, "): CUDA has no kernel to compare"));
+    return unavailable(
+        cat(dev.name(), " is not an NVIDIA GPU (interface ", interface, "): CUDA has no kernel to compare"));
   if (!info.uuid) return unavailable(cat(dev.name(), " reports no GPU UUID: CUDA's device cannot be matched to it"));
 
   CudaLaunchRequest request;

@@ -51,7 +51,7 @@ CudaComparison compare_cuda_launch(const CudaLaunchRequest& request);
 
 // For `hcq bench`: the comparison on `dev`, launching `kernel` of `cubin` (the binary hcq just launched on it).
 // Unavailable for anything but a real NVIDIA GPU (interface "rm"), with the reason.
-CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, const std::string& kernel,
-                                   int warmup, int runs);
+CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, const std::string& kernel, int warmup,
+                                   int runs);
 
 }  // namespace hcq::tool

@@ -103,7 +103,8 @@ void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavai
     w.end_object().field("copies_on_compute", d.copies_on_compute).end_object();
   }
   w.end_array().key("unavailable").begin_array();
-  for (const Unavailable& u : unavailable) w.begin_object().field("device", u.device).field("reason", u.reason).end_object();
+  for (const Unavailable& u : unavailable)
+    w.begin_object().field("device", u.device).field("reason", u.reason).end_object();
   w.end_array().key("pci").begin_object().key("scan_problem");
   if (pci.scan_problem.empty()) {
     w.null();
@@ -146,8 +147,7 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
       const std::string uuid = uuid_text(d);
       std::printf("%s%s%s%s%s%s\n", pad(d.name, 18).c_str(), pad(std::to_string(l.max_threads_per_group), 9).c_str(),
                   pad(dims_text(l.max_local), 20).c_str(), pad(dims_text(l.max_global), 38).c_str(),
-                  pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(),
-                  uuid.empty() ? "-" : uuid.c_str());
+                  pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(), uuid.empty() ? "-" : uuid.c_str());
     }
   }
   if (!unavailable.empty()) {

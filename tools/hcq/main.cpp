@@ -32,8 +32,8 @@ int dispatch(std::string_view command, std::span<const std::string_view> rest) {
 }  // namespace
 
 int usage_error(std::string_view message, std::string_view command) {
-  std::fprintf(stderr, "hcq: %.*s\nrun 'hcq help%s%.*s' for usage\n", static_cast<int>(message.size()),
-               message.data(), command.empty() ? "" : " ", static_cast<int>(command.size()), command.data());
+  std::fprintf(stderr, "hcq: %.*s\nrun 'hcq help%s%.*s' for usage\n", static_cast<int>(message.size()), message.data(),
+               command.empty() ? "" : " ", static_cast<int>(command.size()), command.data());
   return kExitUsage;
 }
 

@@ -24,7 +24,6 @@ constexpr uint32_t kMaxKernels = 4096;
 constexpr std::string_view kBad = "bad code object: ";
 [[noreturn]] void bad(const std::string& what) { throw CompileError(cat(kBad, what)); }
 
-
 struct MetaKernel {
   std::string symbol;
   uint64_t kernarg_size = 0, kernarg_align = 0;
@@ -246,7 +245,8 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
     if (s.st_size != elf::kKernelDescriptorBytes)
       bad(cat("kernel descriptor ", name, " has size ", s.st_size, ", expected ", elf::kKernelDescriptorBytes));
     if (s.st_value > co.image_.size() || co.image_.size() - s.st_value < elf::kKernelDescriptorBytes)
-      bad(cat("kernel descriptor ", name, " at ", hex(s.st_value), " is outside the ", co.image_.size(), "-byte image"));
+      bad(cat("kernel descriptor ", name, " at ", hex(s.st_value), " is outside the ", co.image_.size(),
+              "-byte image"));
     if (s.st_value % 64) bad(cat("kernel descriptor ", name, " at ", hex(s.st_value), " is not 64-byte aligned"));
     k.descriptor_offset = s.st_value;
     k.descriptor = KernelDescriptor::parse(
@@ -282,7 +282,8 @@ CodeObject CodeObject::parse(std::span<const uint8_t> elf) {
 }
 
 std::vector<uint8_t> CodeObject::image_at(uint64_t base) const {
-  if (base % align_) throw InvalidArgument(cat("code object load base ", hex(base), " is not ", align_, "-byte aligned"));
+  if (base % align_)
+    throw InvalidArgument(cat("code object load base ", hex(base), " is not ", align_, "-byte aligned"));
   std::vector<uint8_t> out = image_;
   for (const Relocation& r : relocs_) {
     const uint64_t v = base + static_cast<uint64_t>(r.addend);
@@ -301,8 +302,8 @@ const CodeObjectKernel& CodeObject::kernel(std::string_view name) const {
   if (const CodeObjectKernel* k = find(name)) return *k;
   std::string have;
   for (const CodeObjectKernel& k : kernels_) have += (have.empty() ? "" : ", ") + k.name;
-  throw InvalidArgument(cat("kernel '", name, "' is not in the ", gfx_, " code object (it has: ",
-                            have.empty() ? "no kernels" : have, ")"));
+  throw InvalidArgument(cat("kernel '", name, "' is not in the ", gfx_,
+                            " code object (it has: ", have.empty() ? "no kernels" : have, ")"));
 }
 
 const CodeObjectKernel* CodeObject::kernel_at_descriptor(uint64_t offset) const {
@@ -318,8 +319,7 @@ const CodeObjectKernel* CodeObject::kernel_at_code(uint64_t offset) const {
 }
 
 KernelInfo CodeObject::info(std::string_view name, const Target& t, uint32_t dynamic_lds_bytes) const {
-  if (t.name != gfx_)
-    throw InvalidArgument(cat("code object was built for ", gfx_, ", not for ", t.name));
+  if (t.name != gfx_) throw InvalidArgument(cat("code object was built for ", gfx_, ", not for ", t.name));
   return KernelInfo::from_descriptor(kernel(name).descriptor, t, dynamic_lds_bytes);
 }
 

@@ -25,7 +25,7 @@ struct CodeObjectKernel {
   // From the metadata note.
   uint32_t kernarg_segment_size = 0;
   uint32_t kernarg_segment_align = 0;
-  uint32_t arg_count = 0;   // explicit arguments (.args entries whose .value_kind is not hidden_*)
+  uint32_t arg_count = 0;    // explicit arguments (.args entries whose .value_kind is not hidden_*)
   uint32_t num_buffers = 0;  // .value_kind global_buffer
   uint32_t num_values = 0;   // .value_kind by_value
 };

@@ -9,12 +9,12 @@
 
 namespace hcq::amd::elf {
 
-inline constexpr uint16_t kMachineAmdgpu = 224;   // e_machine EM_AMDGPU
-inline constexpr uint8_t kOsAbiAmdhsa = 64;       // e_ident[EI_OSABI] ELFOSABI_AMDGPU_HSA
+inline constexpr uint16_t kMachineAmdgpu = 224;  // e_machine EM_AMDGPU
+inline constexpr uint8_t kOsAbiAmdhsa = 64;      // e_ident[EI_OSABI] ELFOSABI_AMDGPU_HSA
 // e_ident[EI_ABIVERSION]: 1 = code object v3, 2 = v4, 3 = v5, 4 = v6. v3 has another e_flags feature encoding, so
 // the loader accepts v4 and later.
 inline constexpr uint8_t kAbiVersionV4 = 2, kAbiVersionV5 = 3, kAbiVersionV6 = 4;
-inline constexpr uint32_t kFlagsMachMask = 0xff;  // EF_AMDGPU_MACH
+inline constexpr uint32_t kFlagsMachMask = 0xff;     // EF_AMDGPU_MACH
 inline constexpr uint32_t kNoteAmdgpuMetadata = 32;  // NT_AMDGPU_METADATA, owner "AMDGPU", a msgpack document
 inline constexpr std::string_view kNoteOwner = "AMDGPU";
 inline constexpr uint32_t kRelocNone = 0, kRelocRelative64 = 13;  // R_AMDGPU_NONE, R_AMDGPU_RELATIVE64

@@ -134,8 +134,16 @@ void Reader::skip_depth(int depth) {
       pos_ += size_t{1} << (b - 0xd0);
       return;
     }
-    case Type::f32: ++pos_; need(4); pos_ += 4; return;
-    case Type::f64: ++pos_; need(8); pos_ += 8; return;
+    case Type::f32:
+      ++pos_;
+      need(4);
+      pos_ += 4;
+      return;
+    case Type::f64:
+      ++pos_;
+      need(8);
+      pos_ += 8;
+      return;
     case Type::str: str(); return;
     case Type::bin: {
       const uint8_t b = p_[pos_++];

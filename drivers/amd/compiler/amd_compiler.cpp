@@ -115,8 +115,7 @@ void make_kernel(llvm::Module& m, llvm::Function& f, uint32_t nbufs, uint32_t nv
   // Inferred for a callable function; a kernel gets its own from the backend.
   k->removeFnAttr("amdgpu-waves-per-eu");
   k->splice(k->end(), &f);
-  for (uint32_t i = 0; i < nbufs + nvals; ++i)
-    k->getArg(i)->setName(i < nbufs ? cat("buf", i) : cat("val", i - nbufs));
+  for (uint32_t i = 0; i < nbufs + nvals; ++i) k->getArg(i)->setName(i < nbufs ? cat("buf", i) : cat("val", i - nbufs));
   k->takeName(&f);
   if (!f.use_empty())
     throw CompileError(cat("AMD compile: kernel ", k->getName().str(), " is called from device code"));
@@ -138,8 +137,19 @@ void AmdCompiler::check_target() const {
 }
 
 std::vector<std::string> AmdCompiler::c_flags() const {
-  return {"-x", "c", "-std=c11", "-ffreestanding", "-fno-math-errno", "-target", kTriple, "-mcpu=" + gfx_,
-          "-nogpulib", "-mcode-object-version=5", "-O2", "-emit-llvm", "-S"};
+  return {"-x",
+          "c",
+          "-std=c11",
+          "-ffreestanding",
+          "-fno-math-errno",
+          "-target",
+          kTriple,
+          "-mcpu=" + gfx_,
+          "-nogpulib",
+          "-mcode-object-version=5",
+          "-O2",
+          "-emit-llvm",
+          "-S"};
 }
 
 std::string AmdCompiler::options() const {
@@ -164,8 +174,8 @@ std::string AmdCompiler::identity() const {
         return tool + " (unavailable)";
       }
     };
-    identity_ = cat("LLVM ", LLVM_VERSION_STRING, "; ", lang_ == SourceLanguage::c ? version_of(tools_.clang) + "; " : "",
-                    version_of(tools_.lld));
+    identity_ = cat("LLVM ", LLVM_VERSION_STRING, "; ",
+                    lang_ == SourceLanguage::c ? version_of(tools_.clang) + "; " : "", version_of(tools_.lld));
   });
   return identity_;
 }
@@ -182,7 +192,9 @@ std::string AmdCompiler::c_to_ir(std::string_view source) const {
   if (r.spawn_error)
     throw CompileError(cat("AMD compiler: '", tools_.clang, "' could not run (", std::strerror(r.spawn_error),
                            "): install clang-19 (`apt-get install clang-19`)"));
-  if (!r.ok()) throw CompileError(cat("AMD kernel compile for ", gfx_, " failed (", tools_.clang, ", ", r.describe(), "):\n", r.err));
+  if (!r.ok())
+    throw CompileError(
+        cat("AMD kernel compile for ", gfx_, " failed (", tools_.clang, ", ", r.describe(), "):\n", r.err));
   return std::string(r.out.begin(), r.out.end());
 }
 
@@ -206,7 +218,8 @@ std::vector<uint8_t> AmdCompiler::ir_to_object(std::string_view ir, bool rewrite
   if (m->getTargetTriple().empty()) m->setTargetTriple(kTriple);
   const llvm::Triple triple(m->getTargetTriple());
   if (triple.getArch() != llvm::Triple::amdgcn || triple.getOS() != llvm::Triple::AMDHSA)
-    throw CompileError(cat("AMD compile for ", gfx_, ": module triple is '", m->getTargetTriple(), "', expected ", kTriple));
+    throw CompileError(
+        cat("AMD compile for ", gfx_, ": module triple is '", m->getTargetTriple(), "', expected ", kTriple));
 
   std::string lookup_error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, lookup_error);
@@ -232,7 +245,8 @@ std::vector<uint8_t> AmdCompiler::ir_to_object(std::string_view ir, bool rewrite
       kernels.push_back({f, *desc});
     }
     if (kernels.empty())
-      throw CompileError(cat("AMD compile for ", gfx_, ": no kernel found: declare one with HCQ_KERNEL(name, nbufs, nvals)"));
+      throw CompileError(
+          cat("AMD compile for ", gfx_, ": no kernel found: declare one with HCQ_KERNEL(name, nbufs, nvals)"));
     for (auto& [f, d] : kernels) make_kernel(*m, *f, d.first, d.second);
   }
 
@@ -273,24 +287,25 @@ std::vector<uint8_t> AmdCompiler::ir_to_object(std::string_view ir, bool rewrite
 }
 
 std::vector<uint8_t> AmdCompiler::link(std::span<const uint8_t> object) const {
-  const drivers::ToolResult r = drivers::run_tool({tools_.lld, "-shared", "--no-undefined", "/dev/fd/3", "-o", "-"}, {}, object);
+  const drivers::ToolResult r =
+      drivers::run_tool({tools_.lld, "-shared", "--no-undefined", "/dev/fd/3", "-o", "-"}, {}, object);
   if (r.spawn_error)
     throw CompileError(cat("AMD compiler: '", tools_.lld, "' could not run (", std::strerror(r.spawn_error),
                            "): install lld-19 (`apt-get install lld-19`)"));
-  if (!r.ok()) throw CompileError(cat("AMD link for ", gfx_, " failed (", tools_.lld, ", ", r.describe(), "):\n", r.err));
+  if (!r.ok())
+    throw CompileError(cat("AMD link for ", gfx_, " failed (", tools_.lld, ", ", r.describe(), "):\n", r.err));
   if (r.out.empty()) throw CompileError(cat("AMD link for ", gfx_, " produced nothing (", tools_.lld, ")"));
   return r.out;
 }
 
 std::vector<uint8_t> AmdCompiler::compile(std::string_view source) {
   check_target();
-  std::vector<uint8_t> object = lang_ == SourceLanguage::c ? ir_to_object(c_to_ir(source), true, source)
-                                                           : ir_to_object(source, false, {});
+  std::vector<uint8_t> object =
+      lang_ == SourceLanguage::c ? ir_to_object(c_to_ir(source), true, source) : ir_to_object(source, false, {});
   std::vector<uint8_t> code = link(object);
   // What we hand out must load: a linker surprise is caught here, not at dispatch.
   const CodeObject co = CodeObject::parse(code);
-  if (co.gfx() != gfx_)
-    throw CompileError(cat("AMD compile: asked for ", gfx_, ", the code object says ", co.gfx()));
+  if (co.gfx() != gfx_) throw CompileError(cat("AMD compile: asked for ", gfx_, ", the code object says ", co.gfx()));
   return code;
 }
 

@@ -12,8 +12,7 @@
 
 namespace hcq::amd {
 
-void AmdAqlQueue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
-                              const Dims& local) {
+void AmdAqlQueue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global, const Dims& local) {
   // The packet is always built: it is what the ring gets. The CP hands its ring address to kernels that ask for
   // the dispatch pointer.
   const Launch l = build_launch(program, args, global, local, true, /*grid_at_submit=*/true);
@@ -46,8 +45,10 @@ AmdAqlQueue::Staging& AmdAqlQueue::take_staging(uint64_t bytes) {
 void AmdAqlQueue::add_ib(uint64_t va, uint64_t n) {
   static const uint64_t max = pm4::kIndirectBuffer.find("ib_size")->mask();  // per dispatch per replay: once
   if (n > max)
-    throw InvalidArgument(cat(device().name(), ": AQL queue: ", n, " dwords of PM4 between dispatches; an indirect "
-                              "buffer holds at most ", max, " (bind() or split the queue)"));
+    throw InvalidArgument(cat(device().name(), ": AQL queue: ", n,
+                              " dwords of PM4 between dispatches; an indirect "
+                              "buffer holds at most ",
+                              max, " (bind() or split the queue)"));
   if (n != 0) AqlEncoder(target(), packets_).pm4_ib(va, static_cast<uint32_t>(n));
 }
 

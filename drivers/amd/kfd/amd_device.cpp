@@ -8,16 +8,16 @@
 
 #include "amd/codeobj/code_object.hpp"
 #include "amd/compiler/amd_compiler.hpp"
-#include "amd/kfd/amd_program.hpp"
 #include "amd/kfd/amd_aql_queue.hpp"
+#include "amd/kfd/amd_program.hpp"
 #include "amd/kfd/amd_queue.hpp"
 #include "amd/kfd/drm_query.hpp"
 #include "amd/target.hpp"
+#include "hcq/allocator.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
-#include "hcq/allocator.hpp"
-#include "hcq/error.hpp"
 #include "hcq/backend/process.hpp"
+#include "hcq/error.hpp"
 
 namespace hcq::amd {
 
@@ -100,8 +100,10 @@ std::unique_ptr<HWQueue> AmdDevice::new_queue(QueueKind kind) {
     return r;
   };
   if (kind == QueueKind::compute) {
-    if (!compute_ring_) compute_ring_ = make_ring(aql_compute() ? KfdQueue::Type::compute_aql : KfdQueue::Type::compute_pm4);
-    if (compute_ring_->type() == KfdQueue::Type::compute_aql) return std::make_unique<AmdAqlQueue>(*this, *compute_ring_);
+    if (!compute_ring_)
+      compute_ring_ = make_ring(aql_compute() ? KfdQueue::Type::compute_aql : KfdQueue::Type::compute_pm4);
+    if (compute_ring_->type() == KfdQueue::Type::compute_aql)
+      return std::make_unique<AmdAqlQueue>(*this, *compute_ring_);
     return std::make_unique<AmdPm4Queue>(*this, *compute_ring_);
   }
   if (!sdma_ring_) sdma_ring_ = make_ring(KfdQueue::Type::sdma);
@@ -130,8 +132,8 @@ std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::s
   if (!k) {
     std::string have;
     for (const CodeObjectKernel& x : co.kernels()) have += (have.empty() ? "" : ", ") + x.name;
-    throw InvalidArgument(cat(name(), ": kernel '", prog, "' is not in the code object (it defines: ",
-                              have.empty() ? "no kernels" : have, ")"));
+    throw InvalidArgument(cat(name(), ": kernel '", prog,
+                              "' is not in the code object (it defines: ", have.empty() ? "no kernels" : have, ")"));
   }
   const Target& t = Target::from_gfx(gpu_->node().gfx);
   AmdProgram::Facts f;
@@ -142,8 +144,8 @@ std::unique_ptr<Program> AmdDevice::load_program(const std::string& prog, std::s
   }
   const uint64_t align = co.image_alignment();
   if (align > 4096)
-    throw CompileError(cat(name(), ": kernel '", prog, "': code object wants ", align,
-                           "-byte alignment, more than a page"));
+    throw CompileError(
+        cat(name(), ": kernel '", prog, "': code object wants ", align, "-byte alignment, more than a page"));
   if (co.image().empty()) throw CompileError(cat(name(), ": kernel '", prog, "': code object has an empty image"));
 
   // Host-visible VRAM (page aligned, so the 256-byte code alignment holds), written through the host mapping.
@@ -333,7 +335,7 @@ std::unique_ptr<Device> open_kfd_device(const std::string& name, unsigned index)
   std::shared_ptr<Os> os(std::shared_ptr<Os>(), &real_os());  // not owned: real_os() lives for the process
   const std::vector<KfdNode> nodes = kfd_topology(*os);
   if (nodes.empty()) {
-    struct stat st {};
+    struct stat st{};
     if (::stat("/dev/kfd", &st) != 0)
       throw UnsupportedDriver(cat(name, ": no /dev/kfd (amdgpu not loaded, or no AMD GPU)"));
     if (::access("/dev/kfd", R_OK | W_OK) != 0)

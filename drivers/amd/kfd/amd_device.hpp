@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "amd/kfd/kfd.hpp"
-#include "hcq/device.hpp"
 #include "hcq/backend/signal_pool.hpp"
+#include "hcq/device.hpp"
 
 namespace hcq::amd {
 
@@ -96,8 +96,8 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
   std::string interface_;
   std::unique_ptr<KfdGpu> gpu_;
   mutable std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<KfdBuffer>> buffers_;   // va -> our allocations
-  std::map<uint64_t, std::unique_ptr<KfdBuffer>> foreign_;   // va -> host memory of others mapped here
+  std::map<uint64_t, std::unique_ptr<KfdBuffer>> buffers_;  // va -> our allocations
+  std::map<uint64_t, std::unique_ptr<KfdBuffer>> foreign_;  // va -> host memory of others mapped here
   std::map<uint64_t, std::unique_ptr<KfdBuffer>> signal_pages_;
   bool mapper_registered_ = false;
   // Hardware queues (amd_queue.hpp): one compute ring (AQL on multi-XCC parts, else PM4) and one SDMA ring, made

@@ -59,8 +59,8 @@ uint32_t AmdProgram::kernarg_bytes() const {
 void AmdProgram::write_kernargs(void* dst, const uint64_t* bufs, size_t nbufs, const uint32_t* vals, size_t nvals,
                                 const std::array<uint32_t, 3>& groups, const std::array<uint32_t, 3>& local) const {
   if (nbufs != num_bufs() || nvals != num_vals())
-    throw InvalidArgument(cat(device().name(), ": program ", name(), " takes ", num_bufs(), " buffers and ",
-                              num_vals(), " values, got ", nbufs, " and ", nvals));
+    throw InvalidArgument(cat(device().name(), ": program ", name(), " takes ", num_bufs(), " buffers and ", num_vals(),
+                              " values, got ", nbufs, " and ", nvals));
   auto* p = static_cast<std::byte*>(dst);
   std::memset(p, 0, kernarg_bytes());
   if (nbufs) std::memcpy(p, bufs, nbufs * 8);

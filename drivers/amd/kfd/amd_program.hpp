@@ -30,14 +30,14 @@ class KfdBuffer;
 class AmdProgram final : public Program {
  public:
   struct Facts {
-    KernelInfo info;                    // register values for the device's target
-    uint64_t code_va = 0;               // first instruction (256-byte aligned)
-    uint64_t descriptor_va = 0;         // the 64-byte kernel descriptor (64-byte aligned)
+    KernelInfo info;             // register values for the device's target
+    uint64_t code_va = 0;        // first instruction (256-byte aligned)
+    uint64_t descriptor_va = 0;  // the 64-byte kernel descriptor (64-byte aligned)
     uint64_t image_va = 0, image_size = 0;
     uint32_t kernarg_segment_size = 0;  // the metadata's: explicit (and hidden) arguments, not the launch block
     uint32_t kernarg_segment_align = 16;
     uint32_t num_bufs = 0, num_vals = 0;
-    std::string code_object_id;         // amd::CodeObject::identity()
+    std::string code_object_id;  // amd::CodeObject::identity()
   };
 
   // `image` is the device memory holding the code object; `on_unload` (may be empty) runs at destruction, after the

@@ -12,8 +12,8 @@
 #include "amd/kfd/amd_device.hpp"
 #include "amd/kfd/amd_program.hpp"
 #include "hcq/backend/align.hpp"
-#include "hcq/backend/heap_cache.hpp"
 #include "hcq/backend/capture.hpp"
+#include "hcq/backend/heap_cache.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 
@@ -133,8 +133,7 @@ AmdQueue::Launch AmdQueue::build_launch(const Program& program, const LaunchArgs
   return l;
 }
 
-void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global,
-                              const Dims& local) {
+void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, const Dims& global, const Dims& local) {
   // A kernel that asks for the dispatch pointer (hand-written IR) gets an AQL-layout packet in side memory.
   const AmdProgram* ap = as_amd(program);
   const Launch l = build_launch(program, args, global, local, ap != nullptr && ap->info().dispatch_ptr);
@@ -160,8 +159,8 @@ void AmdPm4Queue::encode_exec(const Program& program, const LaunchArgs& args, co
   flush_patches();
 }
 
-void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va,
-                                     const Dims& global, const Dims& local, bool grid_at_submit) {
+void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, uint64_t kargs_va, const Dims& global,
+                                     const Dims& local, bool grid_at_submit) {
   // Only for kernels that read the dispatch pointer (hand-written IR; HCQ C kernels read the launch block). The
   // packet, written field by field from the AQL facts; symbolic dims become field patches.
   auto* pkt = reinterpret_cast<uint32_t*>(at);
@@ -215,13 +214,15 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
       if (g.add * w.add > 0xffffffffull)
         throw InvalidArgument(cat(what(), ": grid dim ", i, " of ", g.add * w.add, " work-items does not fit 32 bits"));
     } else if (!g.is_const() && !w.is_const()) {
-      throw InvalidArgument(cat(what(), ": global and local dim ", i, " are both symbolic; the packet's grid size "
+      throw InvalidArgument(cat(what(), ": global and local dim ", i,
+                                " are both symbolic; the packet's grid size "
                                 "(their product) cannot be patched"));
     } else {
       const uint64_t c = g.is_const() ? g.add : w.add;
       if (c == 0 || !std::has_single_bit(c) || c > (1u << 16))
         throw InvalidArgument(cat(what(), ": dim ", i, " has a symbolic ", g.is_const() ? "local" : "global",
-                                  " size times a constant ", c, ", which is not a power of two: the packet's grid "
+                                  " size times a constant ", c,
+                                  ", which is not a power of two: the packet's grid "
                                   "size cannot be patched (use a power-of-two constant or make both constant)"));
     }
   }
@@ -230,12 +231,9 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
     const Sym& w = local[i];
     set_sym(*fl.wg[i], w, 0);
     if (grid_at_submit) continue;
-    if (g.is_const() && w.is_const())
-      set(*fl.grid[i], g.add * w.add);
-    else if (g.is_const())
-      set_sym(*fl.grid[i], w, static_cast<uint8_t>(std::countr_zero(g.add)));
-    else
-      set_sym(*fl.grid[i], g, static_cast<uint8_t>(std::countr_zero(w.add)));
+    if (g.is_const() && w.is_const()) set(*fl.grid[i], g.add * w.add);
+    else if (g.is_const()) set_sym(*fl.grid[i], w, static_cast<uint8_t>(std::countr_zero(g.add)));
+    else set_sym(*fl.grid[i], g, static_cast<uint8_t>(std::countr_zero(w.add)));
   }
   set(*fl.group_segment, program.info().group_segment_size);
   set(*fl.private_segment, program.info().private_segment_size);
@@ -244,7 +242,8 @@ void AmdQueue::write_dispatch_packet(const AmdProgram& program, std::byte* at, u
 }
 
 void AmdPm4Queue::encode_copy(Sym, Sym, uint64_t size) {
-  throw InvalidArgument(cat(device().name(), ": copy of ", size, " bytes on the PM4 compute queue: AMD copies run "
+  throw InvalidArgument(cat(device().name(), ": copy of ", size,
+                            " bytes on the PM4 compute queue: AMD copies run "
                             "on the SDMA copy queue (copy_queue())"));
 }
 
@@ -269,8 +268,8 @@ void AmdPm4Queue::encode_poll_bit(Sym addr, uint32_t mask, bool set) {
 std::byte* AmdPm4Queue::bind_words(std::span<const uint32_t> words) {
   const uint32_t max = pm4::kIndirectBuffer.find("ib_size")->mask();
   if (words.empty() || words.size() > max)
-    throw InvalidArgument(cat(device().name(), ": bind of a PM4 queue of ", words.size(),
-                              " dwords: an INDIRECT_BUFFER holds 1..", max));
+    throw InvalidArgument(
+        cat(device().name(), ": bind of a PM4 queue of ", words.size(), " dwords: an INDIRECT_BUFFER holds 1..", max));
   return bind_to_side(words);
 }
 
@@ -279,10 +278,8 @@ void AmdPm4Queue::submit_words(uint64_t completion_addr, uint64_t seq) {
   Pm4Encoder t(target(), tail_);
   if (bound()) t.indirect_buffer(bound_.va, static_cast<uint32_t>(words_.size()));
   if (completion_addr != 0) t.write(completion_addr, seq, true);
-  if (bound())
-    last_end_ = ring_.submit({}, {}, tail_);
-  else
-    submit_groups(words_, tail_);
+  if (bound()) last_end_ = ring_.submit({}, {}, tail_);
+  else submit_groups(words_, tail_);
   // Captured: the commands as the GPU reads them (bound: the patched copy its INDIRECT_BUFFER points at), then
   // the ring's tail.
   capture::on_submit(*this, "pm4", last_end_,

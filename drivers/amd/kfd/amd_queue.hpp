@@ -69,7 +69,7 @@ class AmdRing {
   AmdScratch& scratch() { return *scratch_; }
 
  private:
-  uint64_t read_words() const;   // GPU read pointer, in words
+  uint64_t read_words() const;  // GPU read pointer, in words
   void publish(uint64_t pos_words);
   void put(std::span<const uint32_t> group, uint64_t& pos);
   void wait_room(uint64_t pos, uint64_t need_words);
@@ -89,7 +89,7 @@ class AmdRing {
   uint32_t ring_words_;
   uint32_t* ring_;
   mutable std::mutex mu_;
-  uint64_t wptr_words_ = 0;      // written so far
+  uint64_t wptr_words_ = 0;       // written so far
   uint64_t published_words_ = 0;  // handed to the GPU
   uint64_t read_seen_words_ = 0;  // the GPU read pointer as last loaded (it only grows)
   std::vector<uint32_t> filler_;
@@ -124,7 +124,7 @@ class AmdQueue : public HWQueue {
   struct Launch {
     const AmdProgram* program = nullptr;
     SideBlock side;
-    std::byte* packet = nullptr;  // the packet's host address (null without one)
+    std::byte* packet = nullptr;              // the packet's host address (null without one)
     const std::byte* launch_block = nullptr;  // host address of the launch block: global[3], local[3] as u32
     uint64_t packet_va = 0, kargs_va = 0;
     AmdScratch::Use scratch;  // the ring's scratch buffer for it (base 0 when the kernel needs none)

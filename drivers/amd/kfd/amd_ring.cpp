@@ -17,17 +17,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t load_ptr(volatile uint64_t* p) {
-  return __atomic_load_n(const_cast<uint64_t*>(p), __ATOMIC_ACQUIRE);
-}
+uint64_t load_ptr(volatile uint64_t* p) { return __atomic_load_n(const_cast<uint64_t*>(p), __ATOMIC_ACQUIRE); }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
 // AmdRing
 
-AmdRing::AmdRing(KfdGpu& gpu, const Target& target, KfdQueue::Type type, uint32_t ring_bytes,
-                 std::string device_name)
+AmdRing::AmdRing(KfdGpu& gpu, const Target& target, KfdQueue::Type type, uint32_t ring_bytes, std::string device_name)
     : gpu_(gpu), target_(target), device_name_(std::move(device_name)) {
   queue_ = gpu_.create_queue(type, ring_bytes);
   scratch_ = std::make_unique<AmdScratch>(gpu_, target_, queue_->amd_queue(),
@@ -85,9 +82,7 @@ void AmdRing::publish(uint64_t pos_words) {
   published_words_ = pos_words;
 }
 
-bool AmdRing::drained() const {
-  return load_ptr(queue_->read_ptr()) >= load_ptr(queue_->write_ptr());
-}
+bool AmdRing::drained() const { return load_ptr(queue_->read_ptr()) >= load_ptr(queue_->write_ptr()); }
 
 std::string AmdRing::describe() const {
   // No lock: the pointers are read atomically, and a submitter waiting for room must not block a hang report.
@@ -100,8 +95,7 @@ std::string AmdRing::describe() const {
   const uint64_t from = to_words(r);
   const uint64_t n = std::min<uint64_t>({to_words(w) - from, 64, ring_words_});
   std::vector<uint32_t> words(n);
-  for (uint64_t i = 0; i < n; ++i)
-    words[i] = __atomic_load_n(ring_ + (from + i) % ring_words_, __ATOMIC_RELAXED);
+  for (uint64_t i = 0; i < n; ++i) words[i] = __atomic_load_n(ring_ + (from + i) % ring_words_, __ATOMIC_RELAXED);
   std::vector<DecodedPacket> pkts;
   switch (queue_->type()) {
     case KfdQueue::Type::compute_pm4: pkts = decode_pm4(words, target_); break;
@@ -111,8 +105,7 @@ std::string AmdRing::describe() const {
   if (pkts.empty()) return s;
   const DecodedPacket& p = pkts.front();
   s += cat(", at rptr: ", p.op);
-  for (const DecodedField& f : p.fields)
-    s += cat(" ", f.name, "=", f.text.empty() ? hex(f.value) : f.text);
+  for (const DecodedField& f : p.fields) s += cat(" ", f.name, "=", f.text.empty() ? hex(f.value) : f.text);
   if (!p.ok()) s += cat(" [", p.error, "]");
   return s;
 }
@@ -163,13 +156,11 @@ void AmdRing::wait_room(uint64_t pos, uint64_t need) {
     } else if (now - moved_at >= limit) {
       throw TimeoutError(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": no room for ", need,
                              " dwords in the ring of ", queue_->ring_bytes(), " bytes after ", limit.count(),
-                             " ms: the GPU's read pointer stays at rptr ", to_units(r), ", wptr ", to_units(pos),
-                             " (", units_name(), "); ", describe()));
+                             " ms: the GPU's read pointer stays at rptr ", to_units(r), ", wptr ", to_units(pos), " (",
+                             units_name(), "); ", describe()));
     }
-    if (sleep.count() < 4)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(sleep);
+    if (sleep.count() < 4) std::this_thread::yield();
+    else std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(200));
   }
 }
@@ -182,10 +173,8 @@ void AmdRing::fill(uint32_t n, uint64_t& pos) {
   const uint32_t max_packet = sdma ? target_.sdma->nop->find("count")->mask() + 1 : pm4::kNopCountHeaderOnly + 1;
   for (uint32_t left = n; left > 0;) {
     const uint32_t k = std::min(left, max_packet);
-    if (sdma)
-      SdmaEncoder(target_, filler_).nop(k);
-    else
-      Pm4Encoder(target_, filler_).nop(k);
+    if (sdma) SdmaEncoder(target_, filler_).nop(k);
+    else Pm4Encoder(target_, filler_).nop(k);
     left -= k;
   }
   std::memcpy(ring_ + pos % ring_words_, filler_.data(), filler_.size() * 4);
@@ -196,13 +185,13 @@ void AmdRing::put(std::span<const uint32_t> group, uint64_t& pos) {
   const uint64_t n = group.size();
   if (n == 0) return;
   if (n > ring_words_)
-    throw InvalidArgument(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": a packet group of ",
-                              n, " dwords does not fit the ring of ", ring_words_, " dwords"));
+    throw InvalidArgument(cat(device_name_, ": ", kind_name(), " queue ", queue_->queue_id(), ": a packet group of ", n,
+                              " dwords does not fit the ring of ", ring_words_, " dwords"));
   if (aql()) {
     // Packet by packet: the body first, then the header dword with release order, which publishes the packet.
     if (n % aql::kPacketWords)
-      throw InvalidArgument(cat(device_name_, ": AQL queue ", queue_->queue_id(), ": ", n,
-                                " dwords are not whole 64-byte packets"));
+      throw InvalidArgument(
+          cat(device_name_, ": AQL queue ", queue_->queue_id(), ": ", n, " dwords are not whole 64-byte packets"));
     for (uint64_t i = 0; i < n; i += aql::kPacketWords) {
       wait_room(pos, aql::kPacketWords);
       uint32_t* slot = ring_ + pos % ring_words_;  // slots never straddle the end: the ring is whole packets

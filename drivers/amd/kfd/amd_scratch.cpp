@@ -11,7 +11,7 @@
 namespace hcq::amd {
 namespace {
 
-constexpr uint32_t kLanes = 64;             // slots are sized for wave64
+constexpr uint32_t kLanes = 64;              // slots are sized for wave64
 constexpr uint32_t kScratchSlotsPerCu = 32;  // KFD's max_slots_scratch_cu on every part we support
 
 const Field& tmpring_field(const Target& t, std::string_view name) {

@@ -56,7 +56,8 @@ void AmdSdmaQueue::encode_copy(Sym dst, Sym src, uint64_t size) {
 }
 
 void AmdSdmaQueue::encode_memory_barrier() {
-  throw InvalidArgument(cat(device().name(), ": memory_barrier on the SDMA copy queue: the HDP flush it needs is "
+  throw InvalidArgument(cat(device().name(),
+                            ": memory_barrier on the SDMA copy queue: the HDP flush it needs is "
                             "not encoded for SDMA; put the barrier on the compute queue"));
 }
 

@@ -18,7 +18,7 @@ constexpr unsigned kDrmMajor = 226;  // the character-device major of every DRM 
 
 bool is_real_render_node(Os& os, int fd) {
   if (fd < 0 || &os != &real_os()) return false;  // a simulator's fd number is not a kernel fd: never fstat it
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || ::major(st.st_rdev) != kDrmMajor) return false;
   return drmGetNodeTypeFromFd(fd) == DRM_NODE_RENDER;
 }

@@ -14,17 +14,17 @@
 #include "amd/aql_facts.hpp"
 #include "amd/kfd/compat/kfd_runtime_enable.hpp"
 #include "hcq/backend/align.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/process.hpp"
 
 namespace hcq::amd {
 namespace {
 
 constexpr const char* kTopologyNodes = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kEventPageBytes = 4096 * 8;       // KFD_SIGNAL_EVENT_LIMIT slots of 8 bytes
-constexpr uint64_t kDoorbellSliceBytes = 8192;       // a process's doorbells on one GPU (GFX9+)
+constexpr uint64_t kEventPageBytes = 4096 * 8;  // KFD_SIGNAL_EVENT_LIMIT slots of 8 bytes
+constexpr uint64_t kDoorbellSliceBytes = 8192;  // a process's doorbells on one GPU (GFX9+)
 constexpr uint32_t kEopBytes = 4096;
 
 // "key value" lines of a sysfs properties file.
@@ -143,8 +143,7 @@ KfdGpu::KfdGpu(Os& os, const KfdNode& node) : os_(os), node_(node) {
   kfd_ioctl(AMDKFD_IOC_GET_VERSION, &ver, "GET_VERSION");
   major_ = ver.major_version;
   minor_ = ver.minor_version;
-  if (major_ != 1)
-    throw UnsupportedDriver(cat(describe(), ": KFD ioctl ABI ", major_, ".", minor_, " is not 1.x"));
+  if (major_ != 1) throw UnsupportedDriver(cat(describe(), ": KFD ioctl ABI ", major_, ".", minor_, " is not 1.x"));
 
   kfd_ioctl_acquire_vm_args vm{};
   vm.drm_fd = static_cast<uint32_t>(render_.get());
@@ -386,8 +385,8 @@ std::unique_ptr<KfdBuffer> KfdGpu::alloc(uint64_t size, KfdBuffer::Kind kind, co
   if (kind == KfdBuffer::Kind::gtt) a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
   if (opts.uncached) a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
   if (opts.executable) a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
-  kfd_ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a, kind == KfdBuffer::Kind::vram ? "ALLOC_MEMORY_OF_GPU (VRAM)"
-                                                                               : "ALLOC_MEMORY_OF_GPU (GTT)");
+  kfd_ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a,
+            kind == KfdBuffer::Kind::vram ? "ALLOC_MEMORY_OF_GPU (VRAM)" : "ALLOC_MEMORY_OF_GPU (GTT)");
   b->handle_ = a.handle;
   b->allocated_ = true;
   if (opts.host_visible) {
@@ -506,8 +505,8 @@ std::unique_ptr<KfdQueue> KfdGpu::create_queue(KfdQueue::Type type, uint32_t rin
 
   // The doorbell: the queue's slot in the process's doorbell slice of this GPU, mapped through /dev/kfd.
   const uint64_t base = c.doorbell_offset & ~(kDoorbellSliceBytes - 1);
-  void* page = os_.mmap(nullptr, kDoorbellSliceBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_.get(),
-                        static_cast<off_t>(base));
+  void* page =
+      os_.mmap(nullptr, kDoorbellSliceBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_.get(), static_cast<off_t>(base));
   if (page == MAP_FAILED) throw OsError(cat(describe(), ": mmap of the doorbell page"), errno);
   q->doorbell_page_ = Mapping(os_, page, kDoorbellSliceBytes);
   q->doorbell_ = reinterpret_cast<volatile uint64_t*>(static_cast<std::byte*>(page) + (c.doorbell_offset - base));

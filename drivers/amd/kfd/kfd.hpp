@@ -115,9 +115,9 @@ class KfdQueue {
 struct KfdException {
   enum class Kind { memory, hardware } kind = Kind::memory;
   uint32_t gpu_id = 0;
-  uint64_t va = 0;                                               // memory: the faulting address
+  uint64_t va = 0;                                                                     // memory: the faulting address
   bool not_present = false, read_only = false, no_execute = false, imprecise = false;  // memory: why
-  uint32_t reset_type = 0, reset_cause = 0;                      // hardware
+  uint32_t reset_type = 0, reset_cause = 0;                                            // hardware
   bool memory_lost = false;
   // "GPU memory fault at 0x7f00 (page not present)", "GPU hardware exception (hang, engine reset)".
   std::string describe() const;

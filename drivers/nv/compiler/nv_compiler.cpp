@@ -64,13 +64,16 @@ std::vector<uint8_t> NvCompiler::compile(std::string_view source) {
   text += "\n#line 1 \"kernel.c\"\n";
   text += source;
   const Nvrtc::Result r = n.compile(text, "kernel.cu", nvrtc_options());
-  if (!r.ok) throw CompileError(cat("NV kernel compile for ", arch_, " failed (NVRTC ", n.major(), ".", n.minor(), "):\n", r.log));
+  if (!r.ok)
+    throw CompileError(
+        cat("NV kernel compile for ", arch_, " failed (NVRTC ", n.major(), ".", n.minor(), "):\n", r.log));
   // What we hand out must load: an NVRTC surprise is caught here, not at launch.
   const Cubin plain = Cubin::parse(r.cubin);
   if (std::to_string(plain.sm()) != arch_.substr(3, arch_.find_first_not_of("0123456789", 3) - 3))
     throw CompileError(cat("NV compile: asked for ", arch_, ", the cubin says ", plain.arch()));
   if (plain.kernels().empty())
-    throw CompileError(cat("NV compile for ", arch_, ": no kernel found: declare one with HCQ_KERNEL(name, nbufs, nvals)"));
+    throw CompileError(
+        cat("NV compile for ", arch_, ": no kernel found: declare one with HCQ_KERNEL(name, nbufs, nvals)"));
   const std::span<const uint8_t> src(reinterpret_cast<const uint8_t*>(source.data()), source.size());
   return append_section(r.cubin, kSourceSection, src);
 }

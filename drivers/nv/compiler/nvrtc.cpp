@@ -33,8 +33,12 @@ bool resolve(void* handle, const char* name, F& fn, std::string& missing) {
 }  // namespace
 
 std::vector<std::string> Nvrtc::default_candidates() {
-  return {"libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so",
-          "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.12"};
+  return {"libnvrtc.so.13",
+          "libnvrtc.so",
+          "/usr/local/cuda/lib64/libnvrtc.so.13",
+          "/usr/local/cuda/lib64/libnvrtc.so",
+          "libnvrtc.so.12",
+          "/usr/local/cuda/lib64/libnvrtc.so.12"};
 }
 
 std::shared_ptr<const Nvrtc> Nvrtc::open(const std::vector<std::string>& candidates) {
@@ -72,9 +76,10 @@ std::shared_ptr<const Nvrtc> Nvrtc::open(const std::vector<std::string>& candida
     }
     return n;
   }
-  throw CompileError(cat("NV compiler: NVRTC is not available, so CUDA kernels cannot be compiled (loading cubins "
-                         "still works). Install the CUDA toolkit's NVRTC (libnvrtc.so.13). Tried:",
-                         tried.empty() ? std::string("\n  (no candidates)") : tried));
+  throw CompileError(
+      cat("NV compiler: NVRTC is not available, so CUDA kernels cannot be compiled (loading cubins "
+          "still works). Install the CUDA toolkit's NVRTC (libnvrtc.so.13). Tried:",
+          tried.empty() ? std::string("\n  (no candidates)") : tried));
 }
 
 // NVRTC stays mapped for the life of the process: it keeps per-thread state that must not outlive its code, and

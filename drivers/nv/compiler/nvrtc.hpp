@@ -30,8 +30,8 @@ class Nvrtc {
 
   struct Result {
     bool ok = false;
-    std::string log;              // the compiler's diagnostics (also on success: warnings)
-    std::vector<uint8_t> cubin;   // when ok
+    std::string log;             // the compiler's diagnostics (also on success: warnings)
+    std::vector<uint8_t> cubin;  // when ok
   };
   // One compile of `source` (named `name` in diagnostics) with `options`. Thread-safe (NVRTC programs are
   // independent). Throws CompileError only when NVRTC itself fails outside the compile (out of memory, ...).

@@ -48,8 +48,8 @@ struct Symbol {
 struct InfoRecord {
   uint8_t attr;
   InfoFormat format;
-  uint16_t hval;                   // HVAL / BVAL value
-  std::span<const uint8_t> data;   // SVAL payload
+  uint16_t hval;                  // HVAL / BVAL value
+  std::span<const uint8_t> data;  // SVAL payload
 };
 
 std::vector<InfoRecord> parse_info(std::span<const uint8_t> sec, const std::string& where) {
@@ -64,15 +64,12 @@ std::vector<InfoRecord> parse_info(std::span<const uint8_t> sec, const std::stri
     switch (r.format) {
       case InfoFormat::nval:
       case InfoFormat::bval:
-      case InfoFormat::hval:
-        off += 4;
-        break;
+      case InfoFormat::hval: off += 4; break;
       case InfoFormat::sval:
         r.data = b.slice(off + 4, v, cat(where, " attribute ", hex(attr), " payload"));
         off += 4 + uint64_t{v};
         break;
-      default:
-        bad(cat(where, ": record at ", hex(off), " has unknown format ", hex(format)));
+      default: bad(cat(where, ": record at ", hex(off), " has unknown format ", hex(format)));
     }
     out.push_back(r);
   }
@@ -148,7 +145,7 @@ void read_symbols(Input& in) {
     for (uint64_t s = 0; s < symtab.size(); ++s) {
       const Elf64_Sym sym = symtab[s];
       in.syms.push_back({std::string(symtab.name(s)), static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)),
-                      static_cast<uint8_t>(ELF64_ST_BIND(sym.st_info)), sym.st_shndx, sym.st_value, sym.st_size});
+                         static_cast<uint8_t>(ELF64_ST_BIND(sym.st_info)), sym.st_shndx, sym.st_value, sym.st_size});
     }
   }
   if (!in.symtab_index) bad("no symbol table");
@@ -183,8 +180,8 @@ std::vector<uint8_t> lay_out_image(Input& in, std::vector<CubinConstantBank>& ba
       Section& s = secs[i];
       if (kind_of(s) != pass) continue;
       const uint64_t a = std::max<uint64_t>(s.h.sh_addralign, pass == Kind::text   ? cubin::kTextAlign
-                                                               : pass == Kind::bank ? cubin::kConstantAlign
-                                                                                    : cubin::kDataAlign);
+                                                              : pass == Kind::bank ? cubin::kConstantAlign
+                                                                                   : cubin::kDataAlign);
       if (!is_power_of_two(a) || a > cubin::kConstantAlign * 16) bad(cat(s.name, ": alignment ", s.h.sh_addralign));
       if (s.h.sh_size > kMaxImageBytes) bad(cat(s.name, ": ", s.h.sh_size, " bytes"));
       s.placed = align_up(end, a);
@@ -256,7 +253,8 @@ std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol
     k.name = sym.name;
     k.code_offset = *text.placed + sym.value;
     k.code_size = sym.size ? sym.size : text.h.sh_size - sym.value;
-    if (k.code_offset % cubin::kTextAlign) bad(cat(where, ": entry at ", hex(k.code_offset), " is not 128-byte aligned"));
+    if (k.code_offset % cubin::kTextAlign)
+      bad(cat(where, ": entry at ", hex(k.code_offset), " is not 128-byte aligned"));
 
     bool has_cbank = false, has_param_size = false;
     uint32_t cbank_symbol = 0;
@@ -279,8 +277,8 @@ std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol
         case Attr::kparam_info: {
           expect_format(r, InfoFormat::sval, w);
           const uint32_t flags = u32_at(r, 8, w);
-          k.params.push_back({u16_at(r, 4, w), u16_at(r, 6, w),
-                              (flags >> cubin::kKparamSizeShift) & cubin::kKparamSizeMask});
+          k.params.push_back(
+              {u16_at(r, 4, w), u16_at(r, 6, w), (flags >> cubin::kKparamSizeShift) & cubin::kKparamSizeMask});
           break;
         }
         case Attr::max_threads:
@@ -302,12 +300,12 @@ std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol
           expect_format(r, InfoFormat::sval, w);
           per_symbol[u32_at(r, 0, w)][r.attr] = u32_at(r, 4, w);
           break;
-        default:
-          break;
+        default: break;
       }
     }
     if (!has_cbank) bad(cat(where, ": no EIATTR_PARAM_CBANK (where its parameters live)"));
-    if (cbank_symbol >= syms.size()) bad(cat(where, ": EIATTR_PARAM_CBANK names symbol ", cbank_symbol, " of ", syms.size()));
+    if (cbank_symbol >= syms.size())
+      bad(cat(where, ": EIATTR_PARAM_CBANK names symbol ", cbank_symbol, " of ", syms.size()));
     const Symbol& cb = syms[cbank_symbol];
     const std::string cbank_name = std::string(cubin::kConstantBank) + "0." + sym.name;
     if (cb.shndx >= secs.size() || secs[cb.shndx].name != cbank_name)
@@ -322,7 +320,8 @@ std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol
       if (uint64_t{p.offset} + p.size > k.param_size)
         bad(cat(where, ": parameter ", p.ordinal, " [", p.offset, ", +", p.size, ") overflows ", k.param_size,
                 " parameter bytes"));
-    std::sort(k.params.begin(), k.params.end(), [](const CubinParam& a, const CubinParam& b) { return a.ordinal < b.ordinal; });
+    std::sort(k.params.begin(), k.params.end(),
+              [](const CubinParam& a, const CubinParam& b) { return a.ordinal < b.ordinal; });
 
     const auto& attrs = per_symbol[si];
     auto attr = [&](Attr a) -> std::optional<uint32_t> {
@@ -359,7 +358,8 @@ void read_descriptors(const Input& in, const std::vector<uint8_t>& image, std::v
         bad(cat(s.name, ": not 12 bytes of loaded data"));
       uint32_t d[3];
       std::memcpy(d, image.data() + *secs[s.shndx].placed + s.value, sizeof d);
-      if (d[0] != HCQ_KERNEL_MAGIC) bad(cat(s.name, ": magic ", hex(d[0]), ", expected ", hex(HCQ_KERNEL_MAGIC), " (HCQK)"));
+      if (d[0] != HCQ_KERNEL_MAGIC)
+        bad(cat(s.name, ": magic ", hex(d[0]), ", expected ", hex(HCQ_KERNEL_MAGIC), " (HCQK)"));
       if (d[1] > 256 || d[2] > 256) bad(cat(s.name, ": ", d[1], " buffers and ", d[2], " values"));
       if (uint64_t{d[1]} * 8 + uint64_t{d[2]} * 4 > k.param_size)
         bad(cat(s.name, ": ", d[1], " buffers and ", d[2], " values do not fit the kernel's ", k.param_size,
@@ -399,7 +399,8 @@ std::vector<Cubin::Relocation> read_relocations(const Input& in, const std::vect
       if (sym_index >= syms.size()) bad(cat(secs[i].name, " entry ", e, ": symbol ", sym_index, " of ", syms.size()));
       if (!rela) {
         if (fact->part != cubin::RelocFact::whole)
-          bad(cat(secs[i].name, " entry ", e, ": ", fact->name, " as REL (its addend cannot be recovered from half "
+          bad(cat(secs[i].name, " entry ", e, ": ", fact->name,
+                  " as REL (its addend cannot be recovered from half "
                   "an address)"));
         const uint64_t at = *target.placed + r.r_offset;
         uint64_t word = 0;
@@ -475,8 +476,9 @@ std::vector<uint8_t> Cubin::image_at(uint64_t base) const {
   for (const Relocation& r : relocs_) {
     const cubin::RelocFact f = *cubin::reloc_fact(r.type);
     const uint64_t v = r.absolute ? r.value : base + r.value;
-    const uint64_t field = f.part == cubin::RelocFact::low ? v & 0xffffffffull
-                           : f.part == cubin::RelocFact::high ? v >> 32 : v;
+    const uint64_t field = f.part == cubin::RelocFact::low    ? v & 0xffffffffull
+                           : f.part == cubin::RelocFact::high ? v >> 32
+                                                              : v;
     if (f.must_fit_32 && field > 0xffffffffull)
       throw InvalidArgument(cat(f.name, " at image offset ", hex(r.offset), ": address ", hex(v),
                                 " does not fit its 32-bit field (load the cubin below 4 GiB)"));
@@ -506,7 +508,8 @@ const CubinKernel& Cubin::kernel(std::string_view name) const {
   if (const CubinKernel* k = find(name)) return *k;
   std::string names;
   for (const CubinKernel& k : kernels_) names += (names.empty() ? "" : ", ") + k.name;
-  throw InvalidArgument(cat("cubin for ", arch(), " has no kernel '", name, "' (it has: ", names.empty() ? "none" : names, ")"));
+  throw InvalidArgument(
+      cat("cubin for ", arch(), " has no kernel '", name, "' (it has: ", names.empty() ? "none" : names, ")"));
 }
 
 const CubinKernel* Cubin::kernel_at_code(uint64_t offset) const {
@@ -529,18 +532,20 @@ std::string_view Cubin::source() const {
 void Cubin::check_launch(const CubinKernel& k, std::array<uint32_t, 3> block, uint32_t dynamic_shared,
                          const LaunchLimits& lim) {
   const uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
-  const std::string what = cat("launch of kernel '", k.name, "' with block {", block[0], ",", block[1], ",", block[2], "}");
+  const std::string what =
+      cat("launch of kernel '", k.name, "' with block {", block[0], ",", block[1], ",", block[2], "}");
   if (threads == 0) throw InvalidArgument(what + ": empty block");
   if (threads > lim.max_threads_per_block)
     throw InvalidArgument(cat(what, ": ", threads, " threads, the architecture allows ", lim.max_threads_per_block));
   if (k.max_threads) {
-    const uint64_t bound = uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) * std::max(1u, (*k.max_threads)[2]);
+    const uint64_t bound =
+        uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) * std::max(1u, (*k.max_threads)[2]);
     if (bound && threads > bound)
       throw InvalidArgument(cat(what, ": ", threads, " threads, the kernel's __launch_bounds__ allow ", bound));
   }
   if (k.reqntid && *k.reqntid != block)
-    throw InvalidArgument(cat(what, ": the kernel requires block {", (*k.reqntid)[0], ",", (*k.reqntid)[1], ",",
-                              (*k.reqntid)[2], "}"));
+    throw InvalidArgument(
+        cat(what, ": the kernel requires block {", (*k.reqntid)[0], ",", (*k.reqntid)[1], ",", (*k.reqntid)[2], "}"));
   if (k.registers > lim.max_registers_per_thread)
     throw InvalidArgument(cat(what, ": the kernel uses ", k.registers, " registers per thread, the architecture has ",
                               lim.max_registers_per_thread));

@@ -27,16 +27,16 @@ struct CubinKernel {
   std::string name;
   uint64_t code_offset = 0;  // first instruction, from the image base (128-byte aligned)
   uint64_t code_size = 0;
-  uint32_t registers = 0;      // EIATTR_REGCOUNT
+  uint32_t registers = 0;  // EIATTR_REGCOUNT
   // Static shared memory a block needs: .nv.shared.<kernel> + Cubin::reserved_shared_bytes(). From sm_90 on, the
   // compiler places the kernel's variables after a 1 KiB system window at the start of that section, so it counts.
   uint32_t shared_bytes = 0;
-  uint32_t stack_bytes = 0;    // per-thread stack, callees included (EIATTR_MIN_STACK_SIZE, else FRAME_SIZE)
-  uint32_t frame_bytes = 0;    // EIATTR_FRAME_SIZE
+  uint32_t stack_bytes = 0;      // per-thread stack, callees included (EIATTR_MIN_STACK_SIZE, else FRAME_SIZE)
+  uint32_t frame_bytes = 0;      // EIATTR_FRAME_SIZE
   uint32_t max_stack_bytes = 0;  // EIATTR_MAX_STACK_SIZE when present
-  uint32_t param_offset = 0;   // EIATTR_PARAM_CBANK: where the parameters start in cbank0 (the driver prefix size)
-  uint32_t param_size = 0;     // EIATTR_CBANK_PARAM_SIZE
-  uint32_t cbank0_size = 0;    // .nv.constant0.<kernel>: prefix + parameters
+  uint32_t param_offset = 0;     // EIATTR_PARAM_CBANK: where the parameters start in cbank0 (the driver prefix size)
+  uint32_t param_size = 0;       // EIATTR_CBANK_PARAM_SIZE
+  uint32_t cbank0_size = 0;      // .nv.constant0.<kernel>: prefix + parameters
   std::optional<std::array<uint32_t, 3>> max_threads;  // EIATTR_MAX_THREADS (__launch_bounds__)
   std::optional<std::array<uint32_t, 3>> reqntid;      // EIATTR_REQNTID
   std::vector<uint32_t> exit_offsets;                  // EIATTR_EXIT_INSTR_OFFSETS, from code_offset
@@ -72,7 +72,7 @@ class Cubin {
   // Throws CompileError("bad cubin: ...").
   static Cubin parse(std::span<const uint8_t> elf);
 
-  uint32_t sm() const { return sm_; }                // 80, 86, 89, 90, 100, 120, ...
+  uint32_t sm() const { return sm_; }  // 80, 86, 89, 90, 100, 120, ...
   std::string arch() const { return "sm_" + std::to_string(sm_); }
   // A 128-bit digest of all the bytes, as 32 hex digits: the simulator registers and finds host twins under it.
   const std::string& identity() const { return identity_; }
@@ -81,9 +81,9 @@ class Cubin {
   const std::vector<uint8_t>& image() const { return image_; }
   static constexpr uint64_t image_alignment() { return 256; }
   struct Relocation {
-    uint64_t offset;      // of the patched word in the image
-    uint32_t type;        // cubin::Reloc
-    uint64_t value;       // S + A, relative to the image base unless `absolute`
+    uint64_t offset;  // of the patched word in the image
+    uint32_t type;    // cubin::Reloc
+    uint64_t value;   // S + A, relative to the image base unless `absolute`
     bool absolute;
   };
   const std::vector<Relocation>& relocations() const { return relocs_; }

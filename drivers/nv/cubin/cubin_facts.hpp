@@ -23,14 +23,14 @@ inline constexpr uint32_t sm_of_flags(uint8_t abi_version, uint32_t e_flags) {
 }
 
 // ---- sections ----
-inline constexpr uint32_t kSectionTypeNvInfo = 0x70000000;  // SHT_LOPROC: .nv.info and .nv.info.<kernel>
+inline constexpr uint32_t kSectionTypeNvInfo = 0x70000000;         // SHT_LOPROC: .nv.info and .nv.info.<kernel>
 inline constexpr std::string_view kText = ".text.";                // .text.<function>
 inline constexpr std::string_view kInfo = ".nv.info";              // global; .nv.info.<kernel> per kernel
 inline constexpr std::string_view kConstantBank = ".nv.constant";  // .nv.constant<N> or .nv.constant0.<kernel>
 inline constexpr std::string_view kShared = ".nv.shared.";         // .nv.shared.<kernel> (NOBITS)
 inline constexpr std::string_view kGlobal = ".nv.global";          // .nv.global (NOBITS) and .nv.global.init
 inline constexpr std::string_view kSharedReserved = ".nv.shared.reserved.";  // shared memory the compiler keeps
-inline constexpr uint32_t kMaxConstantBank = 17;                   // c[0x0] .. c[0x11]
+inline constexpr uint32_t kMaxConstantBank = 17;                             // c[0x0] .. c[0x11]
 // Blackwell cubins carry a second description of the same code for the driver's finalizer (".nv.merc.*",
 // ".nv.capmerc.text.<k>", processor-specific section types, some aliasing the bytes of the real sections). A loader
 // of the SASS itself skips them.
@@ -45,19 +45,19 @@ inline constexpr uint64_t kTextAlign = 128, kConstantAlign = 256, kDataAlign = 8
 enum class InfoFormat : uint8_t { nval = 0x01, bval = 0x02, hval = 0x03, sval = 0x04 };
 
 enum class Attr : uint8_t {
-  max_threads = 0x05,        // SVAL u32 x, y, z (__launch_bounds__)
-  param_cbank = 0x0a,        // SVAL u32 symbol (.nv.constant0.<k>), u16 param offset, u16 param size
-  reqntid = 0x10,            // SVAL u32 x, y, z (required block size)
-  frame_size = 0x11,         // SVAL u32 symbol, u32 bytes (global .nv.info)
-  min_stack_size = 0x12,     // SVAL u32 symbol, u32 bytes (global .nv.info): stack the kernel needs, callees included
-  kparam_info = 0x17,        // SVAL u32 index, u16 ordinal, u16 offset, u32 flags (size in bits 18..31)
-  cbank_param_size = 0x19,   // HVAL: bytes of parameters in cbank0
-  maxreg_count = 0x1b,       // HVAL
-  exit_instr_offsets = 0x1c, // SVAL u32 offsets into .text.<k>
-  crs_stack_size = 0x1e,     // SVAL u32
-  max_stack_size = 0x23,     // SVAL u32 symbol, u32 bytes
-  regcount = 0x2f,           // SVAL u32 symbol, u32 registers (global .nv.info, sometimes per kernel)
-  cuda_api_version = 0x37,   // SVAL u32
+  max_threads = 0x05,         // SVAL u32 x, y, z (__launch_bounds__)
+  param_cbank = 0x0a,         // SVAL u32 symbol (.nv.constant0.<k>), u16 param offset, u16 param size
+  reqntid = 0x10,             // SVAL u32 x, y, z (required block size)
+  frame_size = 0x11,          // SVAL u32 symbol, u32 bytes (global .nv.info)
+  min_stack_size = 0x12,      // SVAL u32 symbol, u32 bytes (global .nv.info): stack the kernel needs, callees included
+  kparam_info = 0x17,         // SVAL u32 index, u16 ordinal, u16 offset, u32 flags (size in bits 18..31)
+  cbank_param_size = 0x19,    // HVAL: bytes of parameters in cbank0
+  maxreg_count = 0x1b,        // HVAL
+  exit_instr_offsets = 0x1c,  // SVAL u32 offsets into .text.<k>
+  crs_stack_size = 0x1e,      // SVAL u32
+  max_stack_size = 0x23,      // SVAL u32 symbol, u32 bytes
+  regcount = 0x2f,            // SVAL u32 symbol, u32 registers (global .nv.info, sometimes per kernel)
+  cuda_api_version = 0x37,    // SVAL u32
 };
 // KPARAM_INFO's flags word: the parameter's size in bytes.
 inline constexpr uint32_t kKparamSizeShift = 18, kKparamSizeMask = 0x3fff;
@@ -66,18 +66,18 @@ inline constexpr uint32_t kKparamSizeShift = 18, kKparamSizeMask = 0x3fff;
 // What the loader applies. "bits a..b" is a field inside the 64-bit little-endian word at r_offset.
 enum class Reloc : uint32_t {
   none = 0,
-  r32 = 1,            // R_CUDA_32: u32 = S + A
-  r64 = 2,            // R_CUDA_64: u64 = S + A
+  r32 = 1,  // R_CUDA_32: u32 = S + A
+  r64 = 2,  // R_CUDA_64: u64 = S + A
   // R_CUDA_G32/G64: the generic address of a global (e.g. a __device__ pointer initialised to another global).
   // Global memory's generic address is its VA (unified addressing), so they are R_CUDA_32/64.
   g32 = 3,
   g64 = 4,
-  abs32_20 = 42,      // R_CUDA_ABS32_20: bits 20..51 = S + A (must fit 32 bits)
-  abs32_lo_20 = 43,   // R_CUDA_ABS32_LO_20: bits 20..51 = low 32 bits
-  abs32_hi_20 = 44,   // R_CUDA_ABS32_HI_20: bits 20..51 = high 32 bits
-  abs32_32 = 55,      // R_CUDA_ABS32_32: bits 32..63 = S + A (must fit 32 bits)
-  abs32_lo_32 = 56,   // R_CUDA_ABS32_LO_32
-  abs32_hi_32 = 57,   // R_CUDA_ABS32_HI_32
+  abs32_20 = 42,     // R_CUDA_ABS32_20: bits 20..51 = S + A (must fit 32 bits)
+  abs32_lo_20 = 43,  // R_CUDA_ABS32_LO_20: bits 20..51 = low 32 bits
+  abs32_hi_20 = 44,  // R_CUDA_ABS32_HI_20: bits 20..51 = high 32 bits
+  abs32_32 = 55,     // R_CUDA_ABS32_32: bits 32..63 = S + A (must fit 32 bits)
+  abs32_lo_32 = 56,  // R_CUDA_ABS32_LO_32
+  abs32_hi_32 = 57,  // R_CUDA_ABS32_HI_32
 };
 struct RelocFact {
   Reloc type;

@@ -18,13 +18,13 @@ enum class NvArch : uint8_t { ampere, ada, hopper, blackwell };
 // Class ids of one GPU variant. usermode lists the doorbell classes in order of preference: RM exposes several and
 // the backend takes the first one the GPU reports.
 struct NvClasses {
-  uint32_t gpfifo;          // e.g. 0xc56f AMPERE_CHANNEL_GPFIFO_A
-  uint32_t compute;         // e.g. 0xc6c0 AMPERE_COMPUTE_A
-  uint32_t copy;            // e.g. 0xc7b5 AMPERE_DMA_COPY_B
+  uint32_t gpfifo;   // e.g. 0xc56f AMPERE_CHANNEL_GPFIFO_A
+  uint32_t compute;  // e.g. 0xc6c0 AMPERE_COMPUTE_A
+  uint32_t copy;     // e.g. 0xc7b5 AMPERE_DMA_COPY_B
   std::span<const uint32_t> usermode;
-  uint32_t channel_group;   // 0xa06c KEPLER_CHANNEL_GROUP_A
-  uint32_t context_share;   // 0x9067 FERMI_CONTEXT_SHARE_A
-  uint32_t va_space;        // 0x90f1 FERMI_VASPACE_A
+  uint32_t channel_group;  // 0xa06c KEPLER_CHANNEL_GROUP_A
+  uint32_t context_share;  // 0x9067 FERMI_CONTEXT_SHARE_A
+  uint32_t va_space;       // 0x90f1 FERMI_VASPACE_A
 };
 
 // CUDA's kernel ABI keeps the top kCudaLocalReserve bytes of each thread's 16 MiB local window for itself: the stack
@@ -39,13 +39,13 @@ struct NvArchInfo {
   std::string_view arch_name;  // "ampere", "ada", "hopper", "blackwell"
   uint32_t sm;                 // 80, 86, 89, 90, 100, 120
   NvClasses classes;
-  uint8_t qmd_version;         // QMD major version the compute class takes: 3 or 5
+  uint8_t qmd_version;  // QMD major version the compute class takes: 3 or 5
   // Where the kernel parameters start in constant bank 0; below it is the driver's prefix (shared/local memory
   // windows and the like). A cubin states its own offset (EIATTR_PARAM_CBANK); this is what CUDA 13 emits.
   uint32_t cbank0_param_offset;
   uint32_t max_threads_per_block;
-  uint32_t max_shared_per_block;      // bytes a block may use, opted in (CUDA's sharedMemPerBlockOptin)
-  uint32_t reserved_shared_per_block; // bytes the system takes from each block's shared memory (1 KiB since sm_80)
+  uint32_t max_shared_per_block;       // bytes a block may use, opted in (CUDA's sharedMemPerBlockOptin)
+  uint32_t reserved_shared_per_block;  // bytes the system takes from each block's shared memory (1 KiB since sm_80)
   uint32_t registers_per_sm;
   uint32_t max_registers_per_thread;
   // The L1/shared split an SM can be configured to, in KiB, ascending. The QMD's MIN/MAX/TARGET_SM_CONFIG_SHARED_

@@ -19,12 +19,12 @@ inline constexpr std::array<EnumName, 2> kSyncEnums{{{0, "PROCEED"}, {1, "WAIT"}
 inline constexpr std::array<EnumName, 5> kOpcodeEnums{
     {{0, "NOP"}, {1, "ILLEGAL"}, {2, "GP_CRC"}, {3, "PB_CRC"}, {4, "SET_PB_SEGMENT_EXTENDED_BASE"}}};
 
-inline constexpr BitField kFetch{"FETCH", 0, 1, kFetchEnums};    // ENTRY0 0:0
-inline constexpr BitField kGet{"GET", 2, 30};                    // ENTRY0 31:2: pushbuffer address bits 31:2
-inline constexpr BitField kGetHi{"GET_HI", 32, 8};               // ENTRY1 7:0: pushbuffer address bits 39:32
-inline constexpr BitField kLevel{"LEVEL", 41, 1, kLevelEnums};   // ENTRY1 9:9
-inline constexpr BitField kLength{"LENGTH", 42, 21};             // ENTRY1 30:10: segment length in dwords
-inline constexpr BitField kSync{"SYNC", 63, 1, kSyncEnums};      // ENTRY1 31:31
+inline constexpr BitField kFetch{"FETCH", 0, 1, kFetchEnums};   // ENTRY0 0:0
+inline constexpr BitField kGet{"GET", 2, 30};                   // ENTRY0 31:2: pushbuffer address bits 31:2
+inline constexpr BitField kGetHi{"GET_HI", 32, 8};              // ENTRY1 7:0: pushbuffer address bits 39:32
+inline constexpr BitField kLevel{"LEVEL", 41, 1, kLevelEnums};  // ENTRY1 9:9
+inline constexpr BitField kLength{"LENGTH", 42, 21};            // ENTRY1 30:10: segment length in dwords
+inline constexpr BitField kSync{"SYNC", 63, 1, kSyncEnums};     // ENTRY1 31:31
 // A control entry has LENGTH 0; ENTRY1 7:0 is then its OPCODE and ENTRY0 its OPERAND.
 inline constexpr BitField kOpcode{"OPCODE", 32, 8, kOpcodeEnums};
 inline constexpr BitField kOperand{"OPERAND", 0, 32};

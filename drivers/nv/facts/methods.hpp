@@ -15,12 +15,12 @@ namespace hcq::nv {
 // ---- Method header (one dword in front of a method's data) ----
 // SEC_OP 31:29, COUNT 28:16 (or IMMD_DATA 28:16), SUBCHANNEL 15:13, METHOD_ADDRESS 11:0 (the method offset >> 2).
 enum class SecOp : uint8_t {
-  grp0_use_tert = 0,   // TERT_OP 17:16 selects: 0 = legacy INC, 1..3 = sub-device masks
-  inc_method = 1,      // COUNT data words to consecutive methods
-  grp2_use_tert = 2,   // TERT_OP 0 = legacy NON_INC
-  non_inc_method = 3,  // COUNT data words, all to the same method
-  immd_data_method = 4,// no data words: the 13-bit value rides in the header
-  one_inc = 5,         // first data word to the method, the rest to the next one
+  grp0_use_tert = 0,     // TERT_OP 17:16 selects: 0 = legacy INC, 1..3 = sub-device masks
+  inc_method = 1,        // COUNT data words to consecutive methods
+  grp2_use_tert = 2,     // TERT_OP 0 = legacy NON_INC
+  non_inc_method = 3,    // COUNT data words, all to the same method
+  immd_data_method = 4,  // no data words: the 13-bit value rides in the header
+  one_inc = 5,           // first data word to the method, the rest to the next one
   reserved6 = 6,
   end_pb_segment = 7,
 };

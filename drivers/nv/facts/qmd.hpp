@@ -47,14 +47,14 @@ inline void set(std::span<uint32_t> words, const BitField& f, uint64_t value) {
 }
 
 struct ReleaseRoles {
-  const BitField* address_lower;   // bits 31:0 of the semaphore address
-  const BitField* address_upper;   // bits above 31 (8 bits in V3, 25 in V5)
+  const BitField* address_lower;  // bits 31:0 of the semaphore address
+  const BitField* address_upper;  // bits above 31 (8 bits in V3, 25 in V5)
   const BitField* payload_lower;
   const BitField* payload_upper;
   const BitField* enable;
   const BitField* structure_size;  // SEMAPHORE_FOUR_WORDS (payload + timestamp) / ONE_WORD / TWO_WORDS
   const BitField* payload64b;
-  const BitField* membar_type;     // FE_NONE / FE_SYSMEMBAR
+  const BitField* membar_type;  // FE_NONE / FE_SYSMEMBAR
   const BitField* reduction_enable;
   const BitField* reduction_op;
   const BitField* reduction_format;
@@ -70,35 +70,35 @@ struct ConstantBufferRoles {
 
 struct QmdRoles {
   const BitField* major_version;
-  const BitField* minor_version;           // QMD_VERSION (V3) / QMD_MINOR_VERSION (V5)
-  const BitField* qmd_type;                // V5 only (GRID_CTA = 2); nullptr in V3
+  const BitField* minor_version;  // QMD_VERSION (V3) / QMD_MINOR_VERSION (V5)
+  const BitField* qmd_type;       // V5 only (GRID_CTA = 2); nullptr in V3
   const BitField* qmd_group_id;
-  const BitField* sm_global_caching_enable; // V3 only; nullptr in V5
-  const BitField* program_address_lower;   // (address >> program_address_shift) bits 31:0
+  const BitField* sm_global_caching_enable;  // V3 only; nullptr in V5
+  const BitField* program_address_lower;     // (address >> program_address_shift) bits 31:0
   const BitField* program_address_upper;
-  uint8_t program_address_shift;           // 0 (V3), 4 (V5)
+  uint8_t program_address_shift;                        // 0 (V3), 4 (V5)
   const BitField* program_prefetch_addr_lower_shifted;  // address >> 8, bits 31:0
   const BitField* program_prefetch_addr_upper_shifted;  // address >> 40
-  const BitField* program_prefetch_size;   // in 256-byte units
+  const BitField* program_prefetch_size;                // in 256-byte units
   const BitField* program_prefetch_type;
-  std::array<const BitField*, 3> grid;     // CTA_RASTER_WIDTH/HEIGHT/DEPTH (V3), GRID_WIDTH/HEIGHT/DEPTH (V5)
-  std::array<const BitField*, 3> block;    // CTA_THREAD_DIMENSION0..2
-  const BitField* shared_memory_size;      // bytes >> shared_memory_shift
-  uint8_t shared_memory_shift;             // 0 (V3), 7 (V5)
-  const BitField* min_sm_config_shared_mem_size;   // carveout KiB / 4 + 1
+  std::array<const BitField*, 3> grid;            // CTA_RASTER_WIDTH/HEIGHT/DEPTH (V3), GRID_WIDTH/HEIGHT/DEPTH (V5)
+  std::array<const BitField*, 3> block;           // CTA_THREAD_DIMENSION0..2
+  const BitField* shared_memory_size;             // bytes >> shared_memory_shift
+  uint8_t shared_memory_shift;                    // 0 (V3), 7 (V5)
+  const BitField* min_sm_config_shared_mem_size;  // carveout KiB / 4 + 1
   const BitField* max_sm_config_shared_mem_size;
   const BitField* target_sm_config_shared_mem_size;
-  const BitField* register_count;          // REGISTER_COUNT_V (V3) / REGISTER_COUNT (V5)
+  const BitField* register_count;  // REGISTER_COUNT_V (V3) / REGISTER_COUNT (V5)
   const BitField* barrier_count;
-  const BitField* shader_local_memory_low_size;   // bytes per thread >> local_memory_shift
+  const BitField* shader_local_memory_low_size;  // bytes per thread >> local_memory_shift
   const BitField* shader_local_memory_high_size;
-  uint8_t local_memory_shift;              // 0 (V3), 4 (V5)
+  uint8_t local_memory_shift;  // 0 (V3), 4 (V5)
   std::array<ConstantBufferRoles, kConstantBuffers> cbuf;
-  uint8_t cbuf_address_shift;              // 0 (V3), 6 (V5)
+  uint8_t cbuf_address_shift;  // 0 (V3), 6 (V5)
   std::array<ReleaseRoles, kReleases> release;
   const BitField* dependent_qmd0_pointer;  // next QMD address >> 8
   const BitField* dependent_qmd0_enable;
-  const BitField* dependent_qmd0_action;   // QMD_SCHEDULE = 1
+  const BitField* dependent_qmd0_action;  // QMD_SCHEDULE = 1
   const BitField* dependent_qmd0_prefetch;
   const BitField* invalidate_texture_header_cache;
   const BitField* invalidate_texture_sampler_cache;
@@ -106,7 +106,7 @@ struct QmdRoles {
   const BitField* invalidate_shader_data_cache;
   const BitField* invalidate_instruction_cache;
   const BitField* invalidate_shader_constant_cache;
-  const BitField* cwd_membar_type;         // L1_NONE / L1_SYSMEMBAR / L1_MEMBAR
+  const BitField* cwd_membar_type;  // L1_NONE / L1_SYSMEMBAR / L1_MEMBAR
   const BitField* sass_version;
   const BitField* api_visible_call_limit;  // _32 / NO_CHECK
   const BitField* sampler_index;
@@ -118,16 +118,16 @@ inline constexpr uint32_t kQmdTypeGridCta = 2;           // QMD_TYPE_GRID_CTA (V
 inline constexpr uint32_t kCwdMembarL1Sysmembar = 1;     // CWD_MEMBAR_TYPE_L1_SYSMEMBAR
 inline constexpr uint32_t kApiVisibleCallLimitNoCheck = 1;
 inline constexpr uint32_t kStructureFourWords = 0, kStructureOneWord = 1, kStructureTwoWords = 2;
-inline constexpr uint32_t kMembarFeSysmembar = 1;        // RELEASE*_MEMBAR_TYPE_FE_SYSMEMBAR
+inline constexpr uint32_t kMembarFeSysmembar = 1;  // RELEASE*_MEMBAR_TYPE_FE_SYSMEMBAR
 // A QMD must be 256-byte aligned (SEND_PCAS_A and DEPENDENT_QMD0_POINTER carry address >> 8) and below 2^40.
 inline constexpr uint32_t kAlignment = 256;
 inline constexpr uint64_t kMaxAddress = (uint64_t{1} << 40) - 1;
 
 struct QmdLayout {
-  uint8_t major_version;          // 3 or 5
-  uint8_t minor_version;          // 0
-  uint32_t size_words;            // 64 (V3) or 96 (V5)
-  std::string_view prefix;        // "NVC6C0_QMDV03_00" / "NVCDC0_QMDV05_00"
+  uint8_t major_version;             // 3 or 5
+  uint8_t minor_version;             // 0
+  uint32_t size_words;               // 64 (V3) or 96 (V5)
+  std::string_view prefix;           // "NVC6C0_QMDV03_00" / "NVCDC0_QMDV05_00"
   std::span<const BitField> fields;  // sorted by lo
   QmdRoles roles;
 

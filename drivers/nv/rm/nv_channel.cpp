@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/process.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/ctrl.hpp"
 

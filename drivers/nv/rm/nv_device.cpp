@@ -6,12 +6,12 @@
 #include <cstring>
 #include <utility>
 
+#include "hcq/allocator.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/backend/capture.hpp"
-#include "hcq/allocator.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/process.hpp"
 #include "nv/compiler/nv_compiler.hpp"
 #include "nv/cubin/cubin.hpp"
 #include "nv/rm/abi/classes.hpp"
@@ -81,8 +81,8 @@ DeviceInfo NvDevice::info() const {
 void NvDevice::ensure_rings() {
   // Caller holds rings_mu_.
   if (channels_) return;
-  auto group = std::make_unique<NvChannelGroup>(*gpu_, std::vector<NvEngine>{NvEngine::compute, NvEngine::copy},
-                                                kRingEntries);
+  auto group =
+      std::make_unique<NvChannelGroup>(*gpu_, std::vector<NvEngine>{NvEngine::compute, NvEngine::copy}, kRingEntries);
   auto compute = std::make_unique<NvRing>(*gpu_, group->channel(0).view(), kPushbufferBytes, name());
   auto copy = std::make_unique<NvRing>(*gpu_, group->channel(1).view(), kPushbufferBytes, name());
   // A submitter waiting for room on a faulted channel ends with the device's sticky fault.
@@ -248,8 +248,8 @@ std::exception_ptr NvDevice::fault_of(const NvRing& ring, const NvRing* sibling)
     std::swap(culprit, stopped);
   const char* what = abi::rc::name(n.info32);
   const std::string engine = n.info16 == abi::engine_type::graphics ? "GR0"
-                             : copy_engine ? cat("COPY", n.info16 - abi::engine_type::copy0)
-                                           : cat("engine type ", n.info16);
+                             : copy_engine                          ? cat("COPY", n.info16 - abi::engine_type::copy0)
+                                                                    : cat("engine type ", n.info16);
   const Signal& t = timeline_signal();
   const std::string details = channel_details(*culprit);
   const std::string recorded = rm_fault_info(n);
@@ -272,8 +272,8 @@ std::exception_ptr NvDevice::poll_fault() const {
   // looks again at the next one.
   std::unique_lock lock(rings_mu_, std::try_to_lock);
   if (!lock) return nullptr;
-  for (auto [r, sibling] : {std::pair{compute_ring_.get(), copy_ring_.get()},
-                            std::pair{copy_ring_.get(), compute_ring_.get()}})
+  for (auto [r, sibling] :
+       {std::pair{compute_ring_.get(), copy_ring_.get()}, std::pair{copy_ring_.get(), compute_ring_.get()}})
     if (r)
       if (std::exception_ptr f = fault_of(*r, sibling)) return f;
   return nullptr;
@@ -300,8 +300,8 @@ void NvDevice::ensure_local_memory(uint32_t bytes_per_thread) {
   if (bytes_per_thread <= slm_per_thread_) return;
   const NvGpuFacts& f = gpu_->facts();
   if (f.max_warps_per_sm == 0 || f.sms_per_tpc == 0 || f.max_tpcs == 0)
-    throw UnsupportedDriver(cat(name(), ": the driver reported no warp, SM-per-TPC or TPC count; cannot size shader ",
-                                "local memory"));
+    throw UnsupportedDriver(
+        cat(name(), ": the driver reported no warp, SM-per-TPC or TPC count; cannot size shader ", "local memory"));
   // As CUDA and tinygrad size it: per thread rounded to 32 bytes, a warp's share rounded to 512, every warp an SM
   // can hold, the SMs of a TPC; the per-TPC size rounded to 32 KiB, the whole to 128 KiB. The GPU finds a TPC's
   // share by the TPC's physical number, so there is one share for every TPC the chip was designed with
@@ -335,14 +335,14 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
   const NvGpuFacts& f = gpu_->facts();
   // SASS runs on the SM version it was built for and on later minor versions of the same major one.
   if (cubin.sm() / 10 != f.sm / 10 || cubin.sm() > f.sm)
-    throw InvalidArgument(cat(name(), ": kernel '", prog, "': the cubin is for ", cubin.arch(), ", this GPU is ",
-                              f.arch_name()));
+    throw InvalidArgument(
+        cat(name(), ": kernel '", prog, "': the cubin is for ", cubin.arch(), ", this GPU is ", f.arch_name()));
   const CubinKernel* k = cubin.find(prog);
   if (!k) {
     std::string have;
     for (const CubinKernel& x : cubin.kernels()) have += (have.empty() ? "" : ", ") + x.name;
-    throw InvalidArgument(cat(name(), ": kernel '", prog, "' is not in the cubin (it defines: ",
-                              have.empty() ? "no kernels" : have, ")"));
+    throw InvalidArgument(cat(name(), ": kernel '", prog,
+                              "' is not in the cubin (it defines: ", have.empty() ? "no kernels" : have, ")"));
   }
   if (!k->num_buffers.has_value() || !k->num_values.has_value())
     throw InvalidArgument(cat(name(), ": kernel '", prog, "' was not built with the hcq kernel ABI (no ", prog,
@@ -494,8 +494,8 @@ std::unique_ptr<Device> open_nv_device_on(const std::string& name, std::shared_p
   std::shared_ptr<NvDriver> driver = NvDriver::get(os);
   const std::vector<abi::CardInfo> cards = nv_cards(*driver);
   if (index >= cards.size())
-    throw UnsupportedDriver(cat(name, ": the NVIDIA driver ", driver->rm().version().text, " reports ", cards.size(),
-                                " GPU(s)"));
+    throw UnsupportedDriver(
+        cat(name, ": the NVIDIA driver ", driver->rm().version().text, " reports ", cards.size(), " GPU(s)"));
   return std::make_unique<NvDevice>(name, std::move(os), cards[index], interface);
 }
 

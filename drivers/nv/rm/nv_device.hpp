@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "hcq/device.hpp"
 #include "hcq/backend/signal_pool.hpp"
+#include "hcq/device.hpp"
 #include "nv/rm/nv_channel.hpp"
 #include "nv/rm/nv_gpu.hpp"
 

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "hcq/backend/align.hpp"
+#include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/memory.hpp"
-#include "hcq/backend/process.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/nvos.hpp"
@@ -183,8 +183,7 @@ void NvGpu::query_facts() {
   gid.length = kUuidBytes;
   rm.control(subdevice(), ctrl::gpu_get_gid_info, gid);
   if (gid.length != kUuidBytes)
-    throw UnsupportedDriver(
-        cat(describe(), ": GPU_GET_GID_INFO returned ", gid.length, " bytes, not a 16-byte UUID"));
+    throw UnsupportedDriver(cat(describe(), ": GPU_GET_GID_INFO returned ", gid.length, " bytes, not a 16-byte UUID"));
   std::memcpy(facts_.uuid.bytes, gid.data, kUuidBytes);
 
   facts_.arch = find_arch_by_sm(facts_.sm);
@@ -330,8 +329,7 @@ NvMemory::~NvMemory() {
     void* at = reinterpret_cast<void*>(va_);
     if (va_from_space_)
       gpu_.os().mmap(at, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    else
-      gpu_.os().munmap(at, size_);
+    else gpu_.os().munmap(at, size_);
   };
   if (cpu_mapped_by_rm_) {
     if (host_mapped_) drop_host_mapping();

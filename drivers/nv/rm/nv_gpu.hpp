@@ -43,12 +43,12 @@ struct NvGpuFacts {
   abi::CardInfo card{};
   uint32_t device_instance = 0;
   abi::Uuid uuid{};
-  std::string name;          // "NVIDIA H200"
-  uint32_t sm_version = 0;   // GR info: 0x0900
-  uint32_t sm = 0;           // 90
-  uint32_t sm_count = 0;     // enabled TPCs x SMs per TPC
+  std::string name;         // "NVIDIA H200"
+  uint32_t sm_version = 0;  // GR info: 0x0900
+  uint32_t sm = 0;          // 90
+  uint32_t sm_count = 0;    // enabled TPCs x SMs per TPC
   uint32_t sms_per_tpc = 0;
-  uint32_t max_tpcs = 0;     // GPCs x TPCs per GPC as the chip was designed (LITTER_*), floorswept ones too
+  uint32_t max_tpcs = 0;  // GPCs x TPCs per GPC as the chip was designed (LITTER_*), floorswept ones too
   uint32_t max_warps_per_sm = 0;
   uint64_t vram_bytes = 0;
   const NvArchInfo* arch = nullptr;

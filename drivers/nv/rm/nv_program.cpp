@@ -41,8 +41,8 @@ hcq::LaunchLimits nv_launch_limits(const NvArchInfo& arch, const CubinKernel& k)
   const uint64_t per_warp = align_up(regs * lim.warp_size, lim.register_alloc_unit);
   uint64_t threads = std::min<uint64_t>(lim.max_threads_per_block, lim.registers_per_block / per_warp * lim.warp_size);
   if (k.max_threads) {
-    const uint64_t bound = uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) *
-                           std::max(1u, (*k.max_threads)[2]);
+    const uint64_t bound =
+        uint64_t{(*k.max_threads)[0]} * std::max(1u, (*k.max_threads)[1]) * std::max(1u, (*k.max_threads)[2]);
     if (bound != 0) threads = std::min(threads, bound);
   }
   return limits_for_threads(static_cast<uint32_t>(threads));

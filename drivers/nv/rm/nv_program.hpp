@@ -23,15 +23,15 @@ struct NvArchInfo;
 class NvProgram final : public Program {
  public:
   struct Facts {
-    CubinKernel kernel;             // as the cubin describes it
+    CubinKernel kernel;  // as the cubin describes it
     uint64_t image_va = 0;
-    uint64_t code_va = 0;           // the kernel's first instruction
-    std::vector<uint32_t> qmd;      // the QMD with the program's fields set (QmdBuilder::program)
-    std::vector<uint8_t> cbank0;    // constant bank 0 without parameters: the driver prefix, zeros after it
-    nv::LaunchLimits arch_limits;   // the architecture's per-block limits, for Cubin::check_launch
-    hcq::LaunchLimits limits;       // nv_launch_limits(): what HWQueue::exec checks
+    uint64_t code_va = 0;          // the kernel's first instruction
+    std::vector<uint32_t> qmd;     // the QMD with the program's fields set (QmdBuilder::program)
+    std::vector<uint8_t> cbank0;   // constant bank 0 without parameters: the driver prefix, zeros after it
+    nv::LaunchLimits arch_limits;  // the architecture's per-block limits, for Cubin::check_launch
+    hcq::LaunchLimits limits;      // nv_launch_limits(): what HWQueue::exec checks
     uint32_t num_bufs = 0, num_vals = 0;
-    std::string cubin_id;           // Cubin::identity()
+    std::string cubin_id;  // Cubin::identity()
   };
 
   // `image` holds the uploaded cubin image; `on_unload` (may be empty) runs at destruction, after the device has

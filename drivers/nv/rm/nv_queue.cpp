@@ -23,10 +23,8 @@ using Clock = std::chrono::steady_clock;
 struct Backoff {
   std::chrono::microseconds sleep{1};
   void pause() {
-    if (sleep.count() < 4)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(sleep);
+    if (sleep.count() < 4) std::this_thread::yield();
+    else std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(200));
   }
 };
@@ -53,8 +51,8 @@ struct LaunchMemo {
     // Without a branch per dim: a constant's var is negative, so the AND of all six is negative only when every
     // dim is constant.
     const int32_t vars = g[0].var & g[1].var & g[2].var & b[0].var & b[1].var & b[2].var;
-    const uint64_t differ = (g[0].add ^ dims[0]) | (g[1].add ^ dims[1]) | (g[2].add ^ dims[2]) |
-                            (b[0].add ^ dims[3]) | (b[1].add ^ dims[4]) | (b[2].add ^ dims[5]);
+    const uint64_t differ = (g[0].add ^ dims[0]) | (g[1].add ^ dims[1]) | (g[2].add ^ dims[2]) | (b[0].add ^ dims[3]) |
+                            (b[1].add ^ dims[4]) | (b[2].add ^ dims[5]);
     return vars < 0 && differ == 0;
   }
   void remember(const NvProgram& p, const qmd::QmdLayout& l, const Dims& g, const Dims& b,
@@ -94,7 +92,8 @@ NvRing::NvRing(NvGpu& gpu, const NvChannelView& channel, uint64_t pushbuffer_byt
       qmd_(arch_),
       device_name_(std::move(device_name)) {
   if (pushbuffer_bytes == 0 || pushbuffer_bytes % 4 != 0)
-    throw InvalidArgument(cat(device_name_, ": a pushbuffer of ", pushbuffer_bytes, " bytes (a positive multiple of 4)"));
+    throw InvalidArgument(
+        cat(device_name_, ": a pushbuffer of ", pushbuffer_bytes, " bytes (a positive multiple of 4)"));
   NvAllocOptions o;
   o.where = NvAllocOptions::Where::host;  // the CPU writes every submission; the GPU reads it once
   pushbuffer_ = gpu_.alloc(pushbuffer_bytes, o);
@@ -124,8 +123,7 @@ uint64_t NvRing::consumed() const {
 void NvRing::publish() {
   if (published_ == gp_put_) return;
   // The entries and their pushbuffer bytes are visible before GPPut; GPPut before the doorbell.
-  __atomic_store_n(const_cast<uint32_t*>(ch_.gp_put()), static_cast<uint32_t>(gp_put_ % ch_.entries),
-                   __ATOMIC_RELEASE);
+  __atomic_store_n(const_cast<uint32_t*>(ch_.gp_put()), static_cast<uint32_t>(gp_put_ % ch_.entries), __ATOMIC_RELEASE);
   published_ = gp_put_;
   gpu_.os().write_doorbell32(ch_.doorbell, ch_.token);
 }
@@ -152,9 +150,9 @@ void NvRing::wait_for(Ready ready, const char* what, uint64_t need) {
       backoff = Backoff{};
     } else if (now - moved_at >= limit) {
       throw TimeoutError(cat(device_name_, ": ", engine_name(), " channel ", hex(ch_.channel), ": no room for ", need,
-                             " ", what, " after ", limit.count(), " ms: the GPU's GPGet stays at ", get,
-                             ", GPPut ", gp_put_ % ch_.entries, " (ring of ", ch_.entries, " entries, pushbuffer of ",
-                             pb_bytes_, " bytes)"));
+                             " ", what, " after ", limit.count(), " ms: the GPU's GPGet stays at ", get, ", GPPut ",
+                             gp_put_ % ch_.entries, " (ring of ", ch_.entries, " entries, pushbuffer of ", pb_bytes_,
+                             " bytes)"));
     }
     backoff.pause();
   }
@@ -225,8 +223,8 @@ std::string NvRing::describe() const {
   // No lock: a submitter waiting for room must not block a hang report; the counters are read as they are.
   const uint32_t get = read_gp_get();
   const uint32_t put = __atomic_load_n(const_cast<uint32_t*>(ch_.gp_put()), __ATOMIC_ACQUIRE) % ch_.entries;
-  std::string s = cat(engine_name(), " channel ", hex(ch_.channel), " (class ", hex(ch_.engine_class), "): GPGet ",
-                      get, " GPPut ", put, " of ", ch_.entries, " entries", get == put ? ", idle" : ", busy");
+  std::string s = cat(engine_name(), " channel ", hex(ch_.channel), " (class ", hex(ch_.engine_class), "): GPGet ", get,
+                      " GPPut ", put, " of ", ch_.entries, " entries", get == put ? ", idle" : ", busy");
   if (get != put) s += cat("; entry at GPGet: ", describe_entry(__atomic_load_n(&ch_.ring[get], __ATOMIC_RELAXED)));
   if (const uint64_t addr = last_signal_.load(std::memory_order_acquire); addr != 0) {
     const uint64_t now = __atomic_load_n(reinterpret_cast<const uint64_t*>(addr), __ATOMIC_ACQUIRE);
@@ -399,7 +397,7 @@ NvComputeQueue::NvComputeQueue(Device& dev, NvRing& ring)
     : NvQueue(dev, QueueKind::compute, ring), qmd_(ring.qmd_builder()) {}
 
 void NvComputeQueue::QmdSink::on_symbol(size_t word, const Sym& value, PatchList::Kind kind, uint8_t shift,
-                                         uint8_t lo_bit, uint8_t nbits) {
+                                        uint8_t lo_bit, uint8_t nbits) {
   patches_.add(value, {PatchList::kAbsolute, reinterpret_cast<uint64_t>(qmd_ + word), kind, shift, lo_bit, nbits});
 }
 
@@ -408,8 +406,8 @@ SideBlock NvComputeQueue::carve_side(uint64_t size) {
   // several execs. Space is taken (arena_used_) by the caller once the exec is encoded.
   const uint64_t take = (size + qmd::kAlignment - 1) / qmd::kAlignment * qmd::kAlignment;
   if (arena_.host == nullptr || arena_used_ + take > arena_.size) {
-    arena_ = device().alloc_side(std::max(take, arena_.host == nullptr ? kFirstArenaBytes : kArenaBytes),
-                                 qmd::kAlignment);
+    arena_ =
+        device().alloc_side(std::max(take, arena_.host == nullptr ? kFirstArenaBytes : kArenaBytes), qmd::kAlignment);
     side_.push_back(arena_);
     arena_used_ = 0;
   }
@@ -438,8 +436,9 @@ void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args,
   // symbolic dims); a required block size (REQNTID) is checked here for a constant block.
   if (k.reqntid && local[0].is_const() && local[1].is_const() && local[2].is_const()) {
     try {
-      Cubin::check_launch(k, {static_cast<uint32_t>(local[0].add), static_cast<uint32_t>(local[1].add),
-                              static_cast<uint32_t>(local[2].add)},
+      Cubin::check_launch(k,
+                          {static_cast<uint32_t>(local[0].add), static_cast<uint32_t>(local[1].add),
+                           static_cast<uint32_t>(local[2].add)},
                           0, p->arch_limits());
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(cat(device().name(), ": exec of ", program.name(), ": ", e.what()));
@@ -493,7 +492,8 @@ void NvComputeQueue::encode_exec(const Program& program, const LaunchArgs& args,
 }
 
 void NvComputeQueue::encode_copy(Sym, Sym, uint64_t size) {
-  throw InvalidArgument(cat(device().name(), ": copy of ", size, " bytes on the NV compute queue: copies run on the "
+  throw InvalidArgument(cat(device().name(), ": copy of ", size,
+                            " bytes on the NV compute queue: copies run on the "
                             "copy queue (copy_queue())"));
 }
 
@@ -523,7 +523,8 @@ void NvCopyQueue::encode_copy(Sym dst, Sym src, uint64_t size) {
 }
 
 void NvCopyQueue::encode_memory_barrier() {
-  throw InvalidArgument(cat(device().name(), ": memory_barrier on the NV copy queue: the shader cache invalidates "
+  throw InvalidArgument(cat(device().name(),
+                            ": memory_barrier on the NV copy queue: the shader cache invalidates "
                             "are compute-class methods; put the barrier on the compute queue"));
 }
 

@@ -21,8 +21,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -112,9 +112,9 @@ class NvRing {
   std::byte* pb_host_;
   uint64_t pb_va_;
   mutable std::mutex mu_;
-  uint64_t gp_put_ = 0;        // entries written (running count)
-  uint64_t published_ = 0;     // entries handed to the GPU (GPPut written and doorbell rung)
-  uint64_t pb_put_ = 0;        // pushbuffer bytes written (running count)
+  uint64_t gp_put_ = 0;             // entries written (running count)
+  uint64_t published_ = 0;          // entries handed to the GPU (GPPut written and doorbell rung)
+  uint64_t pb_put_ = 0;             // pushbuffer bytes written (running count)
   std::vector<uint64_t> pb_start_;  // per GPFIFO slot: the pushbuffer position in use from that entry on
   std::function<void()> check_;
   std::atomic<uint64_t> last_signal_{0}, last_value_{0};  // note_completion

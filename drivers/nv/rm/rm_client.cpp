@@ -57,8 +57,8 @@ RmClient::RmClient(Os& os) : os_(os), next_handle_(kFirstHandle) {
   const int fd = os_.open(kCtlPath, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    throw UnsupportedDriver(cat(kCtlPath, ": ", std::strerror(err),
-                                err == ENOENT ? " (the nvidia kernel module is not loaded)" : ""));
+    throw UnsupportedDriver(
+        cat(kCtlPath, ": ", std::strerror(err), err == ENOENT ? " (the nvidia kernel module is not loaded)" : ""));
   }
   ctl_ = UniqueFd(os_, fd);
   version_ = read_driver_version(os_, ctl_.get());
@@ -183,8 +183,7 @@ NvStatus RmClient::unmap_memory(Handle device, Handle memory, uint64_t cookie) n
   return p.status;
 }
 
-void RmClient::map_memory_dma(Handle device, Handle dma, Handle memory, uint64_t length, uint64_t va,
-                              uint32_t flags) {
+void RmClient::map_memory_dma(Handle device, Handle dma, Handle memory, uint64_t length, uint64_t va, uint32_t flags) {
   const MapMemoryDmaLayout& layout = branch_->map_memory_dma;
   MapMemoryDma m;
   m.client = root_;

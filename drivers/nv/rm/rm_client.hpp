@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "hcq/error.hpp"
 #include "hcq/backend/os.hpp"
+#include "hcq/error.hpp"
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/ioctl.hpp"
 

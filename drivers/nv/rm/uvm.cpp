@@ -89,8 +89,7 @@ void Uvm::unregister_vaspace(const Uuid& gpu) noexcept {
   os_.ioctl(fd_.get(), uvm::unregister_gpu_vaspace, &p);
 }
 
-void Uvm::register_channel(const Uuid& gpu, int rm_fd, Handle client, Handle channel, uint64_t base,
-                           uint64_t length) {
+void Uvm::register_channel(const Uuid& gpu, int rm_fd, Handle client, Handle channel, uint64_t base, uint64_t length) {
   UvmRegisterChannelParams p{};
   p.gpu = gpu;
   p.rm_ctrl_fd = rm_fd;

@@ -49,7 +49,7 @@ class AqlProcessor final : public Processor {
   Pm4Executor pm4_;
   uint64_t rptr_ = 0;  // packets consumed
   uint32_t pkt_[kPacketWords] = {};
-  Where slot_at_;      // the slot whose IB is running
+  Where slot_at_;  // the slot whose IB is running
   std::string waiting_;
 };
 
@@ -68,8 +68,9 @@ Step AqlProcessor::run(size_t budget) {
     if (*w == rptr_) return Step::idle;
     const uint64_t slots = q.ring_size / kPacketBytes;
     if (slots == 0 || (slots & (slots - 1)) != 0 || q.ring_size % kPacketBytes)
-      return ctx_.fault(at, {}, q.ring_va, false,
-                        "ring size " + std::to_string(q.ring_size) + " is not a power-of-two number of 64-byte packets");
+      return ctx_.fault(
+          at, {}, q.ring_va, false,
+          "ring size " + std::to_string(q.ring_size) + " is not a power-of-two number of 64-byte packets");
     if (*w < rptr_ || *w - rptr_ > slots)
       return ctx_.fault(at, {}, 0, false,
                         "write index " + std::to_string(*w) + " is behind the read index or more than a ring ahead");
@@ -78,8 +79,8 @@ Step AqlProcessor::run(size_t budget) {
     if (!ctx_.load<uint16_t>(va, header)) return ctx_.fault(at, {}, va, true, "ring not mapped");
     const uint32_t type = kType.get(header);
     if (type == INVALID) {
-      waiting_ = "AQL slot " + std::to_string(rptr_) + " (write index " + std::to_string(*w) +
-                 "): header not yet published";
+      waiting_ =
+          "AQL slot " + std::to_string(rptr_) + " (write index " + std::to_string(*w) + "): header not yet published";
       return Step::waiting;
     }
     if (!ctx_.read_words(va, pkt_, kPacketWords)) return ctx_.fault(at, {}, va, true, "ring not mapped");
@@ -124,7 +125,8 @@ bool AqlProcessor::finish(const Where& at) {
     std::atomic_ref<int64_t>(*reinterpret_cast<int64_t*>(v)).fetch_sub(1, std::memory_order_acq_rel);
     if (mailbox) {
       if (mailbox % 8 || !ctx_.store<uint64_t>(mailbox, event_id)) {
-        fault(at, mailbox, mailbox % 8 == 0, "completion signal's event mailbox " + hex(mailbox) + " is unaligned or not mapped");
+        fault(at, mailbox, mailbox % 8 == 0,
+              "completion signal's event mailbox " + hex(mailbox) + " is unaligned or not mapped");
         return false;
       }
       ctx_.host().interrupt(event_id);
@@ -164,8 +166,10 @@ AqlProcessor::Outcome AqlProcessor::dispatch(const Where& at, uint64_t packet_va
     if (d.local[i]) d.groups[i] = static_cast<uint32_t>((d.grid[i] + d.local[i] - 1) / d.local[i]);
   }
   if (threads == 0 || threads > 1024)
-    return fault(at, 0, false, "KERNEL_DISPATCH with a workgroup of " + std::to_string(threads) + " work-items (1..1024)");
-  if (d.kernel_object % 64) return fault(at, d.kernel_object, false, "kernel object " + hex(d.kernel_object) + " is not 64-byte aligned");
+    return fault(at, 0, false,
+                 "KERNEL_DISPATCH with a workgroup of " + std::to_string(threads) + " work-items (1..1024)");
+  if (d.kernel_object % 64)
+    return fault(at, d.kernel_object, false, "kernel object " + hex(d.kernel_object) + " is not 64-byte aligned");
   const std::byte* kd = ctx_.ptr(d.kernel_object, 64);
   if (!kd) return fault(at, d.kernel_object, true, "kernel descriptor at " + hex(d.kernel_object) + " is not mapped");
   const amd::KernelDescriptor desc = amd::KernelDescriptor::parse(std::span<const std::byte>(kd, 64));
@@ -212,9 +216,11 @@ std::string AqlProcessor::scratch_error(const DispatchInfo& d, const amd::Kernel
   const uint32_t tmpring = static_cast<uint32_t>(get(field(l, "compute_tmpring_size"), q));
   const uint64_t waves = reg_field(tmpring_reg, "waves").get(tmpring);
   const uint64_t wave_bytes = uint64_t{reg_field(tmpring_reg, "wavesize").get(tmpring)} << regs.scratch_wave_shift;
-  const std::string what = "dispatch with " + std::to_string(d.private_segment_size) + " bytes of scratch per work-item: ";
+  const std::string what =
+      "dispatch with " + std::to_string(d.private_segment_size) + " bytes of scratch per work-item: ";
   if (base == 0 || bytes == 0 || !ctx_.ptr(base, bytes))
-    return what + "the queue's scratch backing memory " + hex(base) + " (" + std::to_string(bytes) + " bytes) is not mapped";
+    return what + "the queue's scratch backing memory " + hex(base) + " (" + std::to_string(bytes) +
+           " bytes) is not mapped";
   if (waves == 0 || wave_bytes == 0 || waves * wave_bytes * ctx_.desc().num_xcc > bytes)
     return what + "compute_tmpring_size " + hex(tmpring) + " (WAVES " + std::to_string(waves) + " x " +
            std::to_string(wave_bytes) + " bytes, per XCC of " + std::to_string(ctx_.desc().num_xcc) +
@@ -255,9 +261,11 @@ AqlProcessor::Outcome AqlProcessor::vendor(const Where& at) {
   const uint64_t base = get(field(l, "ib_base"), p);
   const uint32_t size = static_cast<uint32_t>(get(field(l, "ib_size"), p));
   if (get(field(l, "ib_valid"), p) == 0) return fault(at, base, false, "AQL PM4-IB packet without the valid bit");
-  if (size == 0 || base % 4) return fault(at, base, false, "AQL PM4-IB packet of " + std::to_string(size) + " dwords at " + hex(base));
+  if (size == 0 || base % 4)
+    return fault(at, base, false, "AQL PM4-IB packet of " + std::to_string(size) + " dwords at " + hex(base));
   if (!ctx_.ptr(base, uint64_t{size} * 4))
-    return fault(at, base, true, "AQL PM4-IB of " + std::to_string(size) + " dwords at " + hex(base) + " is not mapped");
+    return fault(at, base, true,
+                 "AQL PM4-IB of " + std::to_string(size) + " dwords at " + hex(base) + " is not mapped");
   pm4_.begin_ib(base, size, at);
   return Outcome::ib;
 }

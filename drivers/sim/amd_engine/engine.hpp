@@ -33,16 +33,16 @@ namespace hcq::sim::amd_engine {
 struct DispatchInfo {
   uint32_t queue_id = 0;
   SimQueueType queue_type = SimQueueType::compute_pm4;
-  uint64_t code_addr = 0;       // the first instruction: COMPUTE_PGM_LO/HI << 8, or kernel_object + entry offset
-  uint64_t kernel_object = 0;   // AQL: the kernel descriptor's address; PM4: 0 (the CP never sees the descriptor)
+  uint64_t code_addr = 0;      // the first instruction: COMPUTE_PGM_LO/HI << 8, or kernel_object + entry offset
+  uint64_t kernel_object = 0;  // AQL: the kernel descriptor's address; PM4: 0 (the CP never sees the descriptor)
   // PM4: COMPUTE_USER_DATA_0/1, which is the kernarg pointer when the kernel does not enable the dispatch pointer
   // (the kernel's descriptor says; see user_data to read USER_DATA_2/3 instead). AQL: the packet's kernarg_address.
   uint64_t kernarg_addr = 0;
-  uint64_t dispatch_packet_addr = 0;  // AQL: the packet's address in the ring; PM4: 0
-  std::array<uint32_t, 16> user_data{};  // PM4: COMPUTE_USER_DATA_0..15; AQL: zero
-  std::array<uint32_t, 3> groups{};      // workgroups per dimension (AQL: grid rounded up to whole workgroups)
-  std::array<uint32_t, 3> local{};       // work-items per workgroup
-  std::array<uint64_t, 3> grid{};        // work-items per dimension (PM4: groups * local)
+  uint64_t dispatch_packet_addr = 0;         // AQL: the packet's address in the ring; PM4: 0
+  std::array<uint32_t, 16> user_data{};      // PM4: COMPUTE_USER_DATA_0..15; AQL: zero
+  std::array<uint32_t, 3> groups{};          // workgroups per dimension (AQL: grid rounded up to whole workgroups)
+  std::array<uint32_t, 3> local{};           // work-items per workgroup
+  std::array<uint64_t, 3> grid{};            // work-items per dimension (PM4: groups * local)
   uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;  // COMPUTE_PGM_RSRC1/2/3 (AQL: from the kernel descriptor)
   uint32_t group_segment_size = 0, private_segment_size = 0;  // AQL packet fields; PM4: 0
   bool wave32 = false;  // PM4: DISPATCH_INITIATOR.cs_w32_en; AQL: the descriptor's wavefront-size-32 bit
@@ -85,13 +85,13 @@ struct EngineOptions {
 struct FaultRecord {
   uint32_t queue_id = 0;
   SimQueueType queue_type = SimQueueType::compute_pm4;
-  uint64_t ring_pos = 0;   // read pointer at the faulting packet, in the queue's units
-  bool in_ib = false;      // the packet sits in an indirect buffer
-  uint64_t ib_va = 0;      // that IB's base
-  uint64_t ib_dword = 0;   // the packet's dword offset in it
+  uint64_t ring_pos = 0;         // read pointer at the faulting packet, in the queue's units
+  bool in_ib = false;            // the packet sits in an indirect buffer
+  uint64_t ib_va = 0;            // that IB's base
+  uint64_t ib_dword = 0;         // the packet's dword offset in it
   std::vector<uint32_t> packet;  // the packet's first dwords (at most 8), as far as they could be read
-  uint64_t address = 0;    // the faulting GPU address (0: none)
-  bool memory = false;     // a page fault (address outside every mapping) rather than a bad packet
+  uint64_t address = 0;          // the faulting GPU address (0: none)
+  bool memory = false;           // a page fault (address outside every mapping) rather than a bad packet
   std::string reason;
 
   std::string message() const;

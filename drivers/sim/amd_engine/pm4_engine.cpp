@@ -63,8 +63,9 @@ std::string scratch_setup_error(const amd::Target& t, uint32_t rsrc2, uint32_t t
     return "dispatch with SCRATCH_EN but COMPUTE_TMPRING_SIZE " + hex(tmpring) + " (WAVES " + std::to_string(waves) +
            ", WAVESIZE " + std::to_string(units) + "): no scratch slots";
   if (base == 0 || !ctx.ptr(base, bytes))
-    return "dispatch with SCRATCH_EN: scratch base " + hex(base) + " (COMPUTE_DISPATCH_SCRATCH_BASE) does not map the " +
-           std::to_string(bytes) + " bytes COMPUTE_TMPRING_SIZE " + hex(tmpring) + " describes";
+    return "dispatch with SCRATCH_EN: scratch base " + hex(base) +
+           " (COMPUTE_DISPATCH_SCRATCH_BASE) does not map the " + std::to_string(bytes) +
+           " bytes COMPUTE_TMPRING_SIZE " + hex(tmpring) + " describes";
   return {};
 }
 
@@ -118,10 +119,12 @@ Step Pm4Executor::run_ring(size_t budget) {
     if (!w) return ctx_.fault(at, {}, d.wptr_va, true, "write pointer not mapped");
     if (*w == rptr_) return Step::idle;
     if (ring_dwords == 0 || (ring_dwords & (ring_dwords - 1)) != 0)
-      return ctx_.fault(at, {}, d.ring_va, false, "ring size " + std::to_string(d.ring_size) + " is not a power of two");
+      return ctx_.fault(at, {}, d.ring_va, false,
+                        "ring size " + std::to_string(d.ring_size) + " is not a power of two");
     if (*w < rptr_ || *w - rptr_ > ring_dwords)
-      return ctx_.fault(at, {}, 0, false,
-                        "write pointer " + std::to_string(*w) + " is behind the read pointer or more than a ring ahead");
+      return ctx_.fault(
+          at, {}, 0, false,
+          "write pointer " + std::to_string(*w) + " is behind the read pointer or more than a ring ahead");
     // Read the header, then the whole packet (which may wrap around the ring's end).
     auto slot_va = [&](uint64_t pos) { return d.ring_va + (pos & (ring_dwords - 1)) * 4; };
     uint32_t h = 0;
@@ -134,9 +137,9 @@ Step Pm4Executor::run_ring(size_t budget) {
     const uint32_t opcode = kHdrOpcode.get(h), count = kHdrCount.get(h);
     const uint64_t n = (opcode == NOP && count == kNopCountHeaderOnly) ? 1 : uint64_t{count} + 2;
     if (n > *w - rptr_)
-      return ctx_.fault(at, pkt_, 0, false,
-                        "truncated packet: header says " + std::to_string(n) + " dwords, " +
-                            std::to_string(*w - rptr_) + " written");
+      return ctx_.fault(
+          at, pkt_, 0, false,
+          "truncated packet: header says " + std::to_string(n) + " dwords, " + std::to_string(*w - rptr_) + " written");
     pkt_.resize(n);
     const uint64_t first = std::min<uint64_t>(n, ring_dwords - (rptr_ & (ring_dwords - 1)));
     if (!ctx_.read_words(slot_va(rptr_), pkt_.data(), first) ||
@@ -257,11 +260,13 @@ Pm4Executor::Outcome Pm4Executor::release_mem(const Where& at) {
   const std::span<const uint32_t> p = pkt_;
   const uint64_t event_index = get(field(l, "event_index"), p);
   if (event_index != kEventIndexEndOfPipe && event_index != kEventIndexEndOfPipe + 1)
-    return fault(at, 0, false, "RELEASE_MEM event_index " + std::to_string(event_index) +
-                                   ": only end-of-pipe (5) and shader-done (6) release memory");
+    return fault(at, 0, false,
+                 "RELEASE_MEM event_index " + std::to_string(event_index) +
+                     ": only end-of-pipe (5) and shader-done (6) release memory");
   const uint64_t dst_sel = get(field(l, "dst_sel"), p);
   if (dst_sel > 1)
-    return fault(at, 0, false, "RELEASE_MEM dst_sel " + std::to_string(dst_sel) + " (queue write pointer) is not simulated");
+    return fault(at, 0, false,
+                 "RELEASE_MEM dst_sel " + std::to_string(dst_sel) + " (queue write pointer) is not simulated");
   const uint64_t data_sel = get(field(l, "data_sel"), p), int_sel = get(field(l, "int_sel"), p);
   const uint64_t addr = get(field(l, "address"), p), data = get(field(l, "data"), p);
   // End of pipe: every earlier packet, dispatches included, has completed by the time this one runs.
@@ -276,11 +281,11 @@ Pm4Executor::Outcome Pm4Executor::release_mem(const Where& at) {
     case DATA_GPU_CLOCK: {
       if (addr % 8) return fault(at, addr, false, "RELEASE_MEM 64-bit write to unaligned address " + hex(addr));
       const uint64_t v = data_sel == DATA_64 ? data : ctx_.host().gpu_clock();
-      if (!ctx_.store<uint64_t>(addr, v)) return fault(at, addr, true, "RELEASE_MEM write to unmapped address " + hex(addr));
+      if (!ctx_.store<uint64_t>(addr, v))
+        return fault(at, addr, true, "RELEASE_MEM write to unmapped address " + hex(addr));
       break;
     }
-    default:
-      return fault(at, 0, false, "RELEASE_MEM data_sel " + std::to_string(data_sel) + " is not simulated");
+    default: return fault(at, 0, false, "RELEASE_MEM data_sel " + std::to_string(data_sel) + " is not simulated");
   }
   switch (int_sel) {
     case INT_NONE:
@@ -338,10 +343,12 @@ Pm4Executor::Outcome Pm4Executor::wait_reg_mem(const Where& at) {
   std::string what;
   if (mem_space == 1) {
     if (operation != 0)
-      return fault(at, 0, false, "WAIT_REG_MEM on memory with operation " + std::to_string(operation) + " is not simulated");
+      return fault(at, 0, false,
+                   "WAIT_REG_MEM on memory with operation " + std::to_string(operation) + " is not simulated");
     const uint64_t addr = get(field(kWaitRegMemMem, "poll_address"), p);
     if (addr % 4) return fault(at, addr, false, "WAIT_REG_MEM on unaligned address " + hex(addr));
-    if (!ctx_.load<uint32_t>(addr, value)) return fault(at, addr, true, "WAIT_REG_MEM on unmapped address " + hex(addr));
+    if (!ctx_.load<uint32_t>(addr, value))
+      return fault(at, addr, true, "WAIT_REG_MEM on unmapped address " + hex(addr));
     what = "memory " + hex(addr);
   } else if (mem_space == 0) {
     const uint32_t reg0 = static_cast<uint32_t>(get(field(kWaitRegMemReg, "poll_reg"), p));
@@ -350,11 +357,13 @@ Pm4Executor::Outcome Pm4Executor::wait_reg_mem(const Where& at) {
       // WR_WAIT_WR_REG (Linux's HDP flush and register write-then-wait): write the reference to the first register,
       // then poll the second. Writing again on a re-poll is harmless for the registers we have.
       poll = static_cast<uint32_t>(get(field(kWaitRegMemReg, "write_reg2"), p));
-      if (!write_reg(reg0, ref)) return fault(at, 0, false, "WAIT_REG_MEM writes register " + hex(reg0) + ", which is not simulated");
+      if (!write_reg(reg0, ref))
+        return fault(at, 0, false, "WAIT_REG_MEM writes register " + hex(reg0) + ", which is not simulated");
     } else if (operation != 0) {
       return fault(at, 0, false, "WAIT_REG_MEM operation " + std::to_string(operation) + " is not simulated");
     }
-    if (!read_reg(poll, value)) return fault(at, 0, false, "WAIT_REG_MEM polls register " + hex(poll) + ", which is not simulated");
+    if (!read_reg(poll, value))
+      return fault(at, 0, false, "WAIT_REG_MEM polls register " + hex(poll) + ", which is not simulated");
     const Register* r = t_.regs->find(poll);
     what = "register " + (r ? std::string(r->name) : hex(poll));
   } else {
@@ -431,12 +440,12 @@ Pm4Executor::Outcome Pm4Executor::dispatch_direct(const Where& at) {
   }
   if (threads == 0 || threads > kMaxWorkgroupThreads)
     return fault(at, 0, false,
-                 "DISPATCH_DIRECT with a workgroup of " + std::to_string(d.local[0]) + "x" + std::to_string(d.local[1]) +
-                     "x" + std::to_string(d.local[2]) + " threads (COMPUTE_NUM_THREAD_*: 1.." +
-                     std::to_string(kMaxWorkgroupThreads) + " in all)");
+                 "DISPATCH_DIRECT with a workgroup of " + std::to_string(d.local[0]) + "x" +
+                     std::to_string(d.local[1]) + "x" + std::to_string(d.local[2]) +
+                     " threads (COMPUTE_NUM_THREAD_*: 1.." + std::to_string(kMaxWorkgroupThreads) + " in all)");
   if (groups == 0) return Outcome::done;  // an empty grid launches nothing
-  if (const std::string why = scratch_setup_error(t_, d.rsrc2, sh(t_.cregs.tmpring_size),
-                                                  sh(t_.cregs.scratch_base_lo), sh(t_.cregs.scratch_base_lo + 1), ctx_);
+  if (const std::string why = scratch_setup_error(t_, d.rsrc2, sh(t_.cregs.tmpring_size), sh(t_.cregs.scratch_base_lo),
+                                                  sh(t_.cregs.scratch_base_lo + 1), ctx_);
       !why.empty())
     return fault(at, 0, false, why);
   const QueueContext::DispatchError err = ctx_.run_dispatch(d);
@@ -450,14 +459,18 @@ Pm4Executor::Outcome Pm4Executor::indirect_buffer(const Where& at) {
   const std::span<const uint32_t> p = pkt_;
   const uint64_t base = get(field(kIndirectBuffer, "ib_base"), p);
   const uint32_t size = static_cast<uint32_t>(get(field(kIndirectBuffer, "ib_size"), p));
-  if (get(field(kIndirectBuffer, "valid"), p) == 0) return fault(at, base, false, "INDIRECT_BUFFER without the valid bit");
-  if (get(field(kIndirectBuffer, "chain"), p) != 0) return fault(at, base, false, "chained INDIRECT_BUFFER is not simulated");
+  if (get(field(kIndirectBuffer, "valid"), p) == 0)
+    return fault(at, base, false, "INDIRECT_BUFFER without the valid bit");
+  if (get(field(kIndirectBuffer, "chain"), p) != 0)
+    return fault(at, base, false, "chained INDIRECT_BUFFER is not simulated");
   if (size == 0) return fault(at, base, false, "INDIRECT_BUFFER of 0 dwords");
   if (base % 4) return fault(at, base, false, "INDIRECT_BUFFER at unaligned address " + hex(base));
   if (frames_.size() >= kMaxIbDepth)
-    return fault(at, base, false, "INDIRECT_BUFFER nested " + std::to_string(frames_.size() + 1) + " deep (the CP has IB1 and IB2)");
+    return fault(at, base, false,
+                 "INDIRECT_BUFFER nested " + std::to_string(frames_.size() + 1) + " deep (the CP has IB1 and IB2)");
   if (!ctx_.ptr(base, uint64_t{size} * 4))
-    return fault(at, base, true, "INDIRECT_BUFFER of " + std::to_string(size) + " dwords at " + hex(base) + " is not mapped");
+    return fault(at, base, true,
+                 "INDIRECT_BUFFER of " + std::to_string(size) + " dwords at " + hex(base) + " is not mapped");
   if (frames_.empty()) ib_from_ = at;
   frames_.push_back({base, size, 0});
   return Outcome::enter_ib;

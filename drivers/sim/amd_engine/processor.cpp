@@ -61,8 +61,8 @@ QueueContext::DispatchError QueueContext::run_dispatch(const DispatchInfo& d) {
 std::string FaultRecord::message() const {
   static constexpr const char* kUnits[] = {"dword", "byte", "packet"};
   static constexpr const char* kKinds[] = {"PM4 compute", "SDMA", "AQL compute"};
-  std::string s = std::string(kKinds[static_cast<int>(queue_type)]) + " queue " + std::to_string(queue_id) + " faulted at ring " +
-                  kUnits[static_cast<int>(queue_type)] + " " + std::to_string(ring_pos);
+  std::string s = std::string(kKinds[static_cast<int>(queue_type)]) + " queue " + std::to_string(queue_id) +
+                  " faulted at ring " + kUnits[static_cast<int>(queue_type)] + " " + std::to_string(ring_pos);
   if (in_ib) s += " (indirect buffer " + hex(ib_va) + " dword " + std::to_string(ib_dword) + ")";
   s += ": " + reason;
   if (!packet.empty()) {

@@ -12,8 +12,8 @@
 
 #include "amd/fields.hpp"
 #include "hcq/error.hpp"
-#include "sim/common/guest_memory.hpp"
 #include "sim/amd_engine/engine.hpp"
+#include "sim/common/guest_memory.hpp"
 
 namespace hcq::sim::amd_engine {
 

@@ -23,7 +23,10 @@ std::unique_ptr<Processor> make_processor(QueueContext& ctx) {
 class Runner final : public EngineRunner, private SteppedEngine {
  public:
   Runner(const SimQueueDesc& desc, QueueHost& host, std::shared_ptr<EngineGroup::Shared> shared)
-      : desc_(desc), ctx_(desc_, host, shared->options), shared_(std::move(shared)), proc_(make_processor(ctx_)),
+      : desc_(desc),
+        ctx_(desc_, host, shared->options),
+        shared_(std::move(shared)),
+        proc_(make_processor(ctx_)),
         core_(*this, shared_->runners) {}
 
   void doorbell(uint64_t) override { core_.doorbell(); }

@@ -48,11 +48,13 @@ Step SdmaProcessor::run(size_t budget) {
     if (!w) return ctx_.fault(at, {}, q.wptr_va, true, "write pointer not mapped");
     if (*w == rptr_) return Step::idle;
     if (q.ring_size == 0 || (q.ring_size & (q.ring_size - 1)) != 0 || q.ring_size < 4)
-      return ctx_.fault(at, {}, q.ring_va, false, "ring size " + std::to_string(q.ring_size) + " is not a power of two");
+      return ctx_.fault(at, {}, q.ring_va, false,
+                        "ring size " + std::to_string(q.ring_size) + " is not a power of two");
     if (*w % 4) return ctx_.fault(at, {}, 0, false, "write pointer " + std::to_string(*w) + " is not dword-aligned");
     if (*w < rptr_ || *w - rptr_ > q.ring_size)
-      return ctx_.fault(at, {}, 0, false,
-                        "write pointer " + std::to_string(*w) + " is behind the read pointer or more than a ring ahead");
+      return ctx_.fault(
+          at, {}, 0, false,
+          "write pointer " + std::to_string(*w) + " is behind the read pointer or more than a ring ahead");
     const uint64_t slot = rptr_ & (q.ring_size - 1);
     const uint64_t to_end = (q.ring_size - slot) / 4, written = (*w - rptr_) / 4, avail = std::min(to_end, written);
     uint32_t hdr[4] = {};
@@ -72,7 +74,9 @@ Step SdmaProcessor::run(size_t budget) {
       case OP_FENCE: n = d_.fence->words; break;
       case OP_TRAP: n = d_.trap->words; break;
       case OP_POLL_REGMEM: n = d_.poll_regmem->words; break;
-      case OP_TIMESTAMP: n = (sub == SUBOP_TIMESTAMP_GET || sub == SUBOP_TIMESTAMP_GET_GLOBAL) ? d_.timestamp->words : 0; break;
+      case OP_TIMESTAMP:
+        n = (sub == SUBOP_TIMESTAMP_GET || sub == SUBOP_TIMESTAMP_GET_GLOBAL) ? d_.timestamp->words : 0;
+        break;
       default: break;
     }
     if (n == 0) {
@@ -82,15 +86,16 @@ Step SdmaProcessor::run(size_t budget) {
                         "SDMA " + std::string(name) + " sub_op " + std::to_string(sub) + " is not simulated");
     }
     if (n > written)
-      return ctx_.fault(at, pkt_, 0, false,
-                        "truncated packet: it needs " + std::to_string(n) + " dwords, " + std::to_string(written) +
-                            " written");
+      return ctx_.fault(
+          at, pkt_, 0, false,
+          "truncated packet: it needs " + std::to_string(n) + " dwords, " + std::to_string(written) + " written");
     if (n > to_end)
       return ctx_.fault(at, pkt_, 0, false,
                         "packet of " + std::to_string(n) + " dwords straddles the ring end (" + std::to_string(to_end) +
                             " dwords left before it)");
     pkt_.resize(n);
-    if (!ctx_.read_words(q.ring_va + slot, pkt_.data(), n)) return ctx_.fault(at, pkt_, q.ring_va + slot, true, "ring not mapped");
+    if (!ctx_.read_words(q.ring_va + slot, pkt_.data(), n))
+      return ctx_.fault(at, pkt_, q.ring_va + slot, true, "ring not mapped");
     switch (exec(at)) {
       case Outcome::done:
         rptr_ += n * 4;

@@ -40,8 +40,7 @@ bool poll_doorbells(const std::atomic<uint64_t>& doorbells, uint64_t seen) {
 // `parked` is raised before `woken` first looks at the doorbell count (see the top of runner_core.hpp).
 template <class Woken>
 void park(std::condition_variable& cv, std::unique_lock<std::mutex>& lk, std::atomic<bool>& parked, bool waiting,
-          Woken woken, std::chrono::microseconds& sleep, std::chrono::microseconds min,
-          std::chrono::microseconds max) {
+          Woken woken, std::chrono::microseconds& sleep, std::chrono::microseconds min, std::chrono::microseconds max) {
   parked.store(true);
   if (waiting) {
     cv.wait_for(lk, sleep, woken);
@@ -57,7 +56,9 @@ void park(std::condition_variable& cv, std::unique_lock<std::mutex>& lk, std::at
 // the lock orders it after the sleeper's last look at the count, so the notify cannot fall before the sleep.
 void wake(std::mutex& mu, std::condition_variable& cv, const std::atomic<bool>& parked) {
   if (!parked.load()) return;  // awake: it looks at the count again before it sleeps
-  { std::lock_guard<std::mutex> lk(mu); }
+  {
+    std::lock_guard<std::mutex> lk(mu);
+  }
   cv.notify_all();
 }
 }  // namespace
@@ -119,10 +120,8 @@ void RunnerGroup::loop() {
 }
 
 StepRunner::StepRunner(SteppedEngine& engine, RunnerGroup& group) : engine_(engine), group_(group) {
-  if (group_.scheduling() == Scheduling::threaded)
-    thread_ = std::thread([this] { loop(); });
-  else
-    group_.add(this);
+  if (group_.scheduling() == Scheduling::threaded) thread_ = std::thread([this] { loop(); });
+  else group_.add(this);
 }
 
 StepRunner::~StepRunner() {
@@ -140,10 +139,8 @@ StepRunner::~StepRunner() {
 
 void StepRunner::doorbell() {
   doorbells_.fetch_add(1);
-  if (thread_.joinable())
-    wake(mu_, cv_, parked_);
-  else
-    group_.kick();
+  if (thread_.joinable()) wake(mu_, cv_, parked_);
+  else group_.kick();
 }
 
 RunnerState StepRunner::state() const {
@@ -182,8 +179,14 @@ Step StepRunner::step() {
     switch (s) {
       case Step::progress: state_ = RunnerState::running; break;
       case Step::idle: state_ = RunnerState::idle; break;
-      case Step::waiting: state_ = RunnerState::waiting; waiting_ = std::move(waiting); break;
-      case Step::faulted: state_ = RunnerState::faulted; engine_.keep_fault(); break;
+      case Step::waiting:
+        state_ = RunnerState::waiting;
+        waiting_ = std::move(waiting);
+        break;
+      case Step::faulted:
+        state_ = RunnerState::faulted;
+        engine_.keep_fault();
+        break;
     }
   }
   settled_cv_.notify_all();
@@ -211,8 +214,9 @@ void StepRunner::loop() {
     }
     if (s == Step::idle && poll_doorbells(doorbells_, seen)) continue;
     std::unique_lock<std::mutex> lk(mu_);
-    park(cv_, lk, parked_, s == Step::waiting, [&] { return stop_ || doorbells_.load() != seen; }, sleep,
-         group_.poll_min_, group_.poll_max_);
+    park(
+        cv_, lk, parked_, s == Step::waiting, [&] { return stop_ || doorbells_.load() != seen; }, sleep,
+        group_.poll_min_, group_.poll_max_);
   }
 }
 

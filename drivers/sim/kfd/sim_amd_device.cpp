@@ -22,7 +22,7 @@ struct ShaderArray {
   TwinRegistry twins;
   cpu::CpuCompiler cpu_cc{real_os()};
   std::mutex mu;
-  std::map<uint64_t, bool> dispatch_ptr_at_code;  // code VA -> the kernel wants the dispatch pointer
+  std::map<uint64_t, bool> dispatch_ptr_at_code;            // code VA -> the kernel wants the dispatch pointer
   std::map<uint64_t, std::vector<uint64_t>> code_of_image;  // image base -> its kernels' code VAs
 
   void loaded(uint64_t base, const amd::CodeObject& co) {
@@ -32,8 +32,7 @@ struct ShaderArray {
     std::vector<uint64_t>& codes = code_of_image[base];
     for (const amd::CodeObjectKernel& k : co.kernels()) {
       const uint64_t va = base + k.code_offset;
-      dispatch_ptr_at_code[va] =
-          (k.descriptor.kernel_code_properties & amd::KernelDescriptor::kDispatchPtr) != 0;
+      dispatch_ptr_at_code[va] = (k.descriptor.kernel_code_properties & amd::KernelDescriptor::kDispatchPtr) != 0;
       codes.push_back(va);
     }
   }

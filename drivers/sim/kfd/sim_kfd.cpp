@@ -117,11 +117,10 @@ std::shared_ptr<SimKfd::Bo> SimKfd::bo_by_handle(uint64_t handle) {
 }
 
 uint64_t SimKfd::gpu_clock() const {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   return static_cast<uint64_t>(ns) / 10;  // 100 MHz
 }
-
 
 // ---------------------------------------------------------------------------------------------------------------
 // ioctl entry: the kernel's kfd_ioctl() copy-in/copy-out discipline.
@@ -151,23 +150,15 @@ int SimKfd::ioctl(int file, unsigned long request, void* arg) {
       break;
     case _IOC_NR(AMDKFD_IOC_CREATE_EVENT): def = {AMDKFD_IOC_CREATE_EVENT, &SimKfd::create_event}; break;
     case _IOC_NR(AMDKFD_IOC_DESTROY_EVENT): def = {AMDKFD_IOC_DESTROY_EVENT, &SimKfd::destroy_event}; break;
-    case _IOC_NR(AMDKFD_IOC_SET_EVENT):
-      def = {AMDKFD_IOC_SET_EVENT, nullptr};
-      break;
-    case _IOC_NR(AMDKFD_IOC_RESET_EVENT):
-      def = {AMDKFD_IOC_RESET_EVENT, nullptr};
-      break;
+    case _IOC_NR(AMDKFD_IOC_SET_EVENT): def = {AMDKFD_IOC_SET_EVENT, nullptr}; break;
+    case _IOC_NR(AMDKFD_IOC_RESET_EVENT): def = {AMDKFD_IOC_RESET_EVENT, nullptr}; break;
     case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS): def = {AMDKFD_IOC_WAIT_EVENTS, &SimKfd::wait_events}; break;
     case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW):
       def = {AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &SimKfd::get_apertures_new};
       break;
     case _IOC_NR(AMDKFD_IOC_ACQUIRE_VM): def = {AMDKFD_IOC_ACQUIRE_VM, &SimKfd::acquire_vm}; break;
-    case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU):
-      def = {AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &SimKfd::alloc_memory};
-      break;
-    case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU):
-      def = {AMDKFD_IOC_FREE_MEMORY_OF_GPU, &SimKfd::free_memory};
-      break;
+    case _IOC_NR(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU): def = {AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &SimKfd::alloc_memory}; break;
+    case _IOC_NR(AMDKFD_IOC_FREE_MEMORY_OF_GPU): def = {AMDKFD_IOC_FREE_MEMORY_OF_GPU, &SimKfd::free_memory}; break;
     case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU): def = {AMDKFD_IOC_MAP_MEMORY_TO_GPU, nullptr}; break;
     case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU): def = {AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, nullptr}; break;
     case _IOC_NR(amd::kfd_compat::kIocRuntimeEnable):
@@ -189,8 +180,7 @@ int SimKfd::ioctl(int file, unsigned long request, void* arg) {
     rc = set_event(kdata.data(), nr == _IOC_NR(AMDKFD_IOC_SET_EVENT));
   else if (nr == _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU) || nr == _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU))
     rc = map_memory(kdata.data(), nr == _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU));
-  else
-    rc = (this->*def.fn)(kdata.data());
+  else rc = (this->*def.fn)(kdata.data());
   // The kernel copies the result back even when the handler failed (n_success of a partial map, for one).
   if ((dir & _IOC_READ) && usize > 0) std::memcpy(arg, kdata.data(), usize);
   return rc;
@@ -221,8 +211,8 @@ int SimKfd::runtime_enable(void* a) {
     runtime_enabled_ = false;
     return 0;
   }
-  if (runtime_enabled_) return -EBUSY;    // "runtime enable call already pending"
-  if (!queues_.empty()) return -EEXIST;   // user queues made before the runtime said it is up
+  if (runtime_enabled_) return -EBUSY;   // "runtime enable call already pending"
+  if (!queues_.empty()) return -EEXIST;  // user queues made before the runtime said it is up
   runtime_enabled_ = true;
   args->capabilities_mask = 0;
   return 0;

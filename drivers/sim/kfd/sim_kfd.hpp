@@ -27,8 +27,8 @@ namespace hcq::sim {
 
 // What sysfs reports for one simulated GPU (the values real parts report).
 struct SimGpuSpec {
-  std::string_view gfx;          // "gfx1100"
-  uint32_t gfx_target_version;   // 110000
+  std::string_view gfx;         // "gfx1100"
+  uint32_t gfx_target_version;  // 110000
   uint32_t device_id, simd_count, simd_per_cu, cu_per_simd_array, simd_arrays_per_engine, array_count;
   uint32_t max_waves_per_simd, wave_front_size, lds_size_in_kb, num_xcc;
   uint32_t num_sdma_engines, num_sdma_xgmi_engines, num_sdma_queues_per_engine, num_cp_queues;
@@ -153,7 +153,7 @@ class SimKfd final : public SimDriver {
   std::map<uint32_t, Event> events_;
   bool runtime_enabled_ = false;  // RUNTIME_ENABLE, per process
   uint32_t next_nonsignal_event_ = 4096;
-  uint64_t* event_page_ = nullptr;  // kEventPageBytes, host pointer of the event page buffer
+  uint64_t* event_page_ = nullptr;     // kEventPageBytes, host pointer of the event page buffer
   std::shared_ptr<Bo> event_page_bo_;  // the buffer given by the process, or one the driver made (kept while used)
   uint64_t next_mmap_offset_ = uint64_t{1} << 32;  // fake DRM mmap offsets of buffers
   // Doorbell pages mapped on the host: address -> gpu index. Read on every doorbell write.

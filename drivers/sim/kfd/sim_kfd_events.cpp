@@ -104,10 +104,8 @@ int SimKfd::set_event(void* a, bool set) {
   auto it = events_.find(id);
   // Only signal events can be signaled (or reset) from the CPU.
   if (it == events_.end() || it->second.type != KFD_IOC_EVENT_SIGNAL) return -EINVAL;
-  if (set)
-    signal_event_locked(it->second);
-  else
-    it->second.signaled = false;
+  if (set) signal_event_locked(it->second);
+  else it->second.signaled = false;
   return 0;
 }
 
@@ -173,10 +171,8 @@ int SimKfd::wait_events(void* a) {
   };
   auto settled = [&] { return condition() != KFD_IOC_WAIT_RESULT_TIMEOUT; };
   if (!settled() && args->timeout != 0) {  // a zero timeout is a poll
-    if (args->timeout == kEventTimeoutInfinite)
-      events_cv_.wait(lock, settled);
-    else
-      events_cv_.wait_for(lock, std::chrono::milliseconds(args->timeout), settled);
+    if (args->timeout == kEventTimeoutInfinite) events_cv_.wait(lock, settled);
+    else events_cv_.wait_for(lock, std::chrono::milliseconds(args->timeout), settled);
   }
   const uint32_t result = condition();
   leave();

@@ -31,8 +31,8 @@ inline constexpr uint32_t kEventTimeoutInfinite = 0xffffffffu;
 inline constexpr unsigned kCommandEnd = 0x27;  // KFD 1.13: ... RUNTIME_ENABLE 0x25, DBG_TRAP 0x26
 
 inline constexpr uint32_t kAllocTypeFlags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |
-                                     KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
-                                     KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
+                                            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
+                                            KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
 inline constexpr uint32_t kAllocKnownFlags =
     kAllocTypeFlags | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE |
     KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM |
@@ -51,8 +51,8 @@ struct SimKfd::Bo {
   Kind kind = Kind::gtt;
   uint64_t va = 0, size = 0;  // size page aligned
   uint32_t flags = 0;
-  uint64_t mmap_offset = 0;   // render-node offset (userptr: the user address)
-  int fd = -1;                // backing memfd, or the GPU's doorbell/MMIO memfd (not owned) for those kinds
+  uint64_t mmap_offset = 0;  // render-node offset (userptr: the user address)
+  int fd = -1;               // backing memfd, or the GPU's doorbell/MMIO memfd (not owned) for those kinds
   bool owns_fd = false;
   std::byte* host = nullptr;  // the simulator's pointer to byte 0
   // The process's own mapping of byte 0 (its render-node mmap) while it lasts, guarded by vm_mu_. translate()
@@ -100,7 +100,7 @@ struct SimKfd::Waiter {
 struct SimKfd::Event {
   uint32_t id = 0, type = 0;
   bool auto_reset = false, signaled = false;
-  kfd_event_data data{};  // exception data handed to waiters
+  kfd_event_data data{};         // exception data handed to waiters
   std::vector<Waiter*> waiters;  // blocked in WAIT_EVENTS on it (mu_)
   EventCounters counters;
 };

@@ -104,8 +104,8 @@ int SimKfd::create_queue(void* a) {
   queues_.emplace(qid, q);
 
   args->queue_id = qid;
-  args->doorbell_offset = (kMmapTypeDoorbell << kMmapTypeShift) | (uint64_t{g->gpu_id} << kMmapGpuIdShift) |
-                          d.doorbell_offset;
+  args->doorbell_offset =
+      (kMmapTypeDoorbell << kMmapTypeShift) | (uint64_t{g->gpu_id} << kMmapGpuIdShift) | d.doorbell_offset;
   return 0;
 }
 
@@ -136,10 +136,8 @@ bool SimKfd::write_doorbell(volatile void* where, uint64_t value, unsigned bytes
     gpu_index = it->second;
     offset = addr - it->first;
   }
-  if (bytes == 8)
-    *static_cast<volatile uint64_t*>(where) = value;
-  else
-    *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
+  if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
+  else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
   std::shared_ptr<Queue> q;
   {
     std::lock_guard lock(mu_);

@@ -95,8 +95,8 @@ void SimKfd::close(int file) {
     files_.erase(it);
     // The KFD process goes away with the last /dev/kfd descriptor (the kernel keeps it until the address space
     // goes; a simulator that outlives many devices in one process must not).
-    const bool any_kfd = std::any_of(files_.begin(), files_.end(),
-                                     [](const auto& kv) { return kv.second.kind == File::Kind::kfd; });
+    const bool any_kfd =
+        std::any_of(files_.begin(), files_.end(), [](const auto& kv) { return kv.second.kind == File::Kind::kfd; });
     if (was_kfd && !any_kfd) teardown_process_locked(dying);
   }
 }
@@ -142,15 +142,14 @@ std::optional<std::string> SimKfd::read_file(const std::string& path) {
              "\nmax_waves_per_simd ", s.max_waves_per_simd, "\nlds_size_in_kb ", s.lds_size_in_kb,
              "\ngds_size_in_kb 0\nnum_gws 64\nwave_front_size ", s.wave_front_size, "\narray_count ", s.array_count,
              "\nsimd_arrays_per_engine ", s.simd_arrays_per_engine, "\ncu_per_simd_array ", s.cu_per_simd_array,
-             "\nsimd_per_cu ", s.simd_per_cu, "\nmax_slots_scratch_cu 32\ngfx_target_version ",
-             s.gfx_target_version, "\nvendor_id 4098\ndevice_id ", s.device_id, "\nlocation_id ", 768 + 256 * g.index,
+             "\nsimd_per_cu ", s.simd_per_cu, "\nmax_slots_scratch_cu 32\ngfx_target_version ", s.gfx_target_version,
+             "\nvendor_id 4098\ndevice_id ", s.device_id, "\nlocation_id ", 768 + 256 * g.index,
              "\ndomain 0\ndrm_render_minor ", g.render_minor, "\nhive_id 0\nnum_sdma_engines ", s.num_sdma_engines,
              "\nnum_sdma_xgmi_engines ", s.num_sdma_xgmi_engines, "\nnum_sdma_queues_per_engine ",
              s.num_sdma_queues_per_engine, "\nnum_cp_queues ", s.num_cp_queues, "\nmax_engine_clk_fcompute ",
              s.max_engine_clk_fcompute, "\nlocal_mem_size 0\nfw_version ", s.fw_version,
-             "\ncapability 671588992\ndebug_prop 1495\nsdma_fw_version ", s.sdma_fw_version,
-             "\nunique_id ", 0x5a17000000000000ull + g.gpu_id, "\nnum_xcc ", s.num_xcc,
-             "\nmax_engine_clk_ccompute 3000\n");
+             "\ncapability 671588992\ndebug_prop 1495\nsdma_fw_version ", s.sdma_fw_version, "\nunique_id ",
+             0x5a17000000000000ull + g.gpu_id, "\nnum_xcc ", s.num_xcc, "\nmax_engine_clk_ccompute 3000\n");
 }
 
 std::vector<std::string> SimKfd::list_dir(const std::string& path) {

@@ -28,10 +28,10 @@ const char* to_string(NvEngineKind k);
 // What a GPFIFO channel allocation asked for, after validation. All addresses are GPU VAs in the channel's VA
 // space; with UVM they equal the host addresses of the memory in this process.
 struct ChannelDesc {
-  nv::NvArch arch{};             // the GPU's architecture (drivers/nv/facts/arch.hpp)
-  uint32_t gpu_index = 0;        // /dev/nvidia<gpu_index>
-  uint32_t channel_id = 0;       // the channel's id on its GPU (ChID), unique per GPU while the channel lives
-  uint32_t gpfifo_class = 0;     // the channel class the process allocated (0xc56f AMPERE_CHANNEL_GPFIFO_A, ...)
+  nv::NvArch arch{};          // the GPU's architecture (drivers/nv/facts/arch.hpp)
+  uint32_t gpu_index = 0;     // /dev/nvidia<gpu_index>
+  uint32_t channel_id = 0;    // the channel's id on its GPU (ChID), unique per GPU while the channel lives
+  uint32_t gpfifo_class = 0;  // the channel class the process allocated (0xc56f AMPERE_CHANNEL_GPFIFO_A, ...)
   NvEngineKind engine = NvEngineKind::compute;
   uint32_t engine_instance = 0;  // COPYn: n; GR: 0
   uint64_t gpfifo_va = 0;        // gpFifoOffset: the ring of 8-byte GPFIFO entries
@@ -46,10 +46,10 @@ struct ChannelDesc {
 // How a channel went wrong; the driver turns it into the RM error code it writes to the channel's error notifier
 // (nverror.h ROBUST_CHANNEL_*), so the backend sees it as it would on hardware.
 enum class ChannelFaultKind : uint8_t {
-  mmu_fault,      // an unmapped or protected GPU VA (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, 31)
-  pbdma_error,    // a bad GPFIFO entry, method or method data the host (PBDMA) rejects (ROBUST_CHANNEL_PBDMA_ERROR, 32)
-  gr_exception,   // a compute-class error: bad QMD, launch the SMs refuse, SM error (ROBUST_CHANNEL_GR_EXCEPTION, 13)
-  ce_error,       // a copy-engine error (ROBUST_CHANNEL_CE_ERROR(engine_instance))
+  mmu_fault,     // an unmapped or protected GPU VA (ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, 31)
+  pbdma_error,   // a bad GPFIFO entry, method or method data the host (PBDMA) rejects (ROBUST_CHANNEL_PBDMA_ERROR, 32)
+  gr_exception,  // a compute-class error: bad QMD, launch the SMs refuse, SM error (ROBUST_CHANNEL_GR_EXCEPTION, 13)
+  ce_error,      // a copy-engine error (ROBUST_CHANNEL_CE_ERROR(engine_instance))
 };
 
 const char* to_string(ChannelFaultKind k);
@@ -61,9 +61,9 @@ const char* to_string(MmuAccess a);
 
 struct ChannelFault {
   ChannelFaultKind kind = ChannelFaultKind::pbdma_error;
-  uint64_t address = 0;         // the faulting VA (mmu_fault), or 0
-  uint64_t gpfifo_position = 0; // GPGet of the entry being executed when it happened
-  std::string reason;           // one line for people: method, subchannel, class, what was expected vs found
+  uint64_t address = 0;                // the faulting VA (mmu_fault), or 0
+  uint64_t gpfifo_position = 0;        // GPGet of the entry being executed when it happened
+  std::string reason;                  // one line for people: method, subchannel, class, what was expected vs found
   MmuAccess access = MmuAccess::read;  // mmu_fault: the access that faulted
   // mmu_fault: an SM made the access (a kernel's instruction fetch, constant bank or data), so the fault comes from
   // a GPC client of GR. RM records only those for the compute context (GT200_DEBUGGER's READ_MMU_FAULT_INFO); the
@@ -115,7 +115,6 @@ class ChannelRunner {
 };
 
 // Makes a runner for a newly allocated channel. The returned runner's lifetime is bounded by `host`'s.
-using ChannelRunnerFactory =
-    std::function<std::unique_ptr<ChannelRunner>(const ChannelDesc&, ChannelHost& host)>;
+using ChannelRunnerFactory = std::function<std::unique_ptr<ChannelRunner>(const ChannelDesc&, ChannelHost& host)>;
 
 }  // namespace hcq::sim

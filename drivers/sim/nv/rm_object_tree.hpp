@@ -84,7 +84,7 @@ class RmObjectTree {
   struct Client {
     int owner = -1;
     std::map<RmHandle, RmObject> objects;  // the client object included
-    mutable uint32_t next_handle = 0;  // the next RM-picked object handle to try
+    mutable uint32_t next_handle = 0;      // the next RM-picked object handle to try
   };
   void free_subtree(Client& c, RmHandle handle, std::vector<RmObject>& removed);
 

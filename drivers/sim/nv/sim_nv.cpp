@@ -244,8 +244,7 @@ int SimNv::ioctl(int file, unsigned long request, void* arg) {
       if (self == nullptr || self->ctl >= 0 || target == nullptr || target->kind != NvFile::Kind::ctl ||
           *ctl_file == file)
         rc = -EINVAL;
-      else
-        self->ctl = *ctl_file;
+      else self->ctl = *ctl_file;
       break;
     }
     case abi::esc::status_code: {
@@ -429,8 +428,8 @@ std::vector<SimNv::ChannelState> SimNv::channels() const {
   std::lock_guard lock(s().mu);
   std::vector<ChannelState> out;
   for (const auto& [key, ch] : s().channels)
-    out.push_back(ChannelState{ch->desc, ch->scheduled, ch->doorbells.load(), ch->faulted, ch->fault,
-                               ch->engine_classes});
+    out.push_back(
+        ChannelState{ch->desc, ch->scheduled, ch->doorbells.load(), ch->faulted, ch->fault, ch->engine_classes});
   return out;
 }
 

@@ -74,8 +74,8 @@ class SimNv final : public SimDriver {
 
   struct ChannelState {
     ChannelDesc desc;
-    bool scheduled = false;        // its channel group was enabled with GPFIFO_SCHEDULE
-    uint64_t doorbells = 0;        // token stores seen
+    bool scheduled = false;  // its channel group was enabled with GPFIFO_SCHEDULE
+    uint64_t doorbells = 0;  // token stores seen
     bool faulted = false;
     ChannelFault fault;
     std::vector<uint32_t> engine_classes;

@@ -167,8 +167,7 @@ std::byte* SimNv::State::host_view(const NvMemory& m, uint64_t offset, uint64_t 
   return any != nullptr ? any : m.backing.host + offset;
 }
 
-void SimNv::State::add_cpu_view(const std::shared_ptr<NvMemory>& m, std::byte* addr, uint64_t offset,
-                                uint64_t length) {
+void SimNv::State::add_cpu_view(const std::shared_ptr<NvMemory>& m, std::byte* addr, uint64_t offset, uint64_t length) {
   std::unique_lock vm(vm_mu);
   drop_cpu_views_locked(reinterpret_cast<uintptr_t>(addr), length);  // MAP_FIXED replaced what was there
   m->cpu_views.push_back(NvMemory::CpuView{addr, offset, length});
@@ -218,8 +217,7 @@ void write_error_notifier(const NvChannel& ch, uint64_t now, uint32_t code, uint
   std::memcpy(n + offsetof(abi::ErrorNotification, info32), &code, 4);
   std::memcpy(n + offsetof(abi::ErrorNotification, info16), &engine, 2);
   std::atomic_thread_fence(std::memory_order_release);
-  reinterpret_cast<volatile uint16_t*>(n + offsetof(abi::ErrorNotification, status))[0] =
-      abi::kNotificationStatusError;
+  reinterpret_cast<volatile uint16_t*>(n + offsetof(abi::ErrorNotification, status))[0] = abi::kNotificationStatusError;
 }
 
 }  // namespace
@@ -247,8 +245,7 @@ void SimNv::State::fault_channel_locked(NvChannel& ch, const ChannelFault& f) {
       if (&m == &ch || m.faulted || key.first != ch.gpu || m.client != ch.client || m.group != ch.group) continue;
       m.faulted = true;
       m.fault = f;
-      m.fault.reason =
-          cat("stopped with its channel group: channel ", ch.desc.channel_id, " faulted (", f.reason, ")");
+      m.fault.reason = cat("stopped with its channel group: channel ", ch.desc.channel_id, " faulted (", f.reason, ")");
       m.stopped_by_group.store(true, std::memory_order_release);
       stopped.push_back(&m);
     }
@@ -276,10 +273,8 @@ bool SimNv::State::doorbell(volatile void* where, uint64_t value, unsigned bytes
     gpu = it->second.first;
     offset = addr - it->first;
   }
-  if (bytes == 8)
-    *static_cast<volatile uint64_t*>(where) = value;
-  else
-    *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
+  if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
+  else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
   if (offset != nv::gpfifo::kDoorbellOffset || bytes != 4) return true;  // another register
   std::shared_ptr<NvChannel> ch;
   {

@@ -299,9 +299,7 @@ int SimNv::State::rm_control(void* arg) {
           q->list[q->count++] = abi::MmuFaultInfoEntry{r.ring[i].address, r.ring[i].fault_type, r.ring[i].access_type};
         break;
       }
-      default:
-        p->status = st::err_not_supported;
-        break;
+      default: p->status = st::err_not_supported; break;
     }
   }
   for (const auto& ch : kick) {

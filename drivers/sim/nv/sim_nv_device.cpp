@@ -53,10 +53,8 @@ std::unique_ptr<Device> open_sim_nv_gpu(const std::string& name, const std::stri
   auto shaders = std::make_shared<ShaderArray>();
   nv_engine::EngineOptions o;
   o.scheduling = scheduling;
-  o.launch = [shaders, launch = nv_engine::twin_launcher(shaders->twins)](const nv_engine::Launch& l,
-                                                                           ChannelHost& host) {
-    return launch(l, host);
-  };
+  o.launch = [shaders, launch = nv_engine::twin_launcher(shaders->twins)](
+                 const nv_engine::Launch& l, ChannelHost& host) { return launch(l, host); };
   auto driver = std::make_shared<SimNv>(std::vector<std::string>(gpus, gpu),
                                         nv_engine::make_channel_runner_factory(std::move(o)));
   auto os = std::make_shared<SimOs>(std::vector<std::shared_ptr<SimDriver>>{driver});

@@ -15,10 +15,9 @@ namespace hcq::sim {
 // `name` is the canonical device name ("SIM-NV:hopper"); `gpu` a simulated GPU (SimNvGpuSpec::of). `runner_factory`
 // executes channels; without one, channels only count their doorbells. `driver_version` is what the simulated
 // driver reports (a version of another branch makes the backend refuse it, as it would the real driver).
-std::unique_ptr<Device> open_sim_nv_device(const std::string& name, const std::string& gpu,
-                                           ChannelRunnerFactory runner_factory = {},
-                                           const std::string& driver_version =
-                                               std::string(SimNv::kDefaultDriverVersion));
+std::unique_ptr<Device> open_sim_nv_device(
+    const std::string& name, const std::string& gpu, ChannelRunnerFactory runner_factory = {},
+    const std::string& driver_version = std::string(SimNv::kDefaultDriverVersion));
 
 // The whole simulated GPU (what the registry opens for SIM-NV:<gpu>): channels run on the simulated GPU's executor
 // (drivers/sim/nv_engine) and QMD launches run as host twins, built and mapped when a program is loaded and unmapped

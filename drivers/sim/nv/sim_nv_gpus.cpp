@@ -18,15 +18,15 @@ constexpr uint64_t kGiB = uint64_t{1} << 30;
 namespace arch = nv::abi::arch_info;  // MC architecture and implementation ids (ctrl2080mc.h)
 
 constexpr std::array kGpus = {
-    SimNvGpuSpec{"ampere", "NVIDIA GeForce RTX 3090 (simulated)", nv::NvArch::ampere, 86, 0x2204,
-                 7, 6, 2, 82, 24 * kGiB, arch::ga100, arch::impl_ga102},
+    SimNvGpuSpec{"ampere", "NVIDIA GeForce RTX 3090 (simulated)", nv::NvArch::ampere, 86, 0x2204, 7, 6, 2, 82,
+                 24 * kGiB, arch::ga100, arch::impl_ga102},
     // GA100 (sm_80): AMPERE_COMPUTE_A and AMPERE_DMA_COPY_A, whose semaphores are 32-bit only.
-    SimNvGpuSpec{"ga100", "NVIDIA A100-SXM4-80GB (simulated)", nv::NvArch::ampere, 80, 0x20b2,
-                 8, 8, 2, 108, 80 * kGiB, arch::ga100, arch::impl_ga100},
-    SimNvGpuSpec{"hopper", "NVIDIA H100 80GB HBM3 (simulated)", nv::NvArch::hopper, 90, 0x2330,
-                 8, 9, 2, 132, 80 * kGiB, arch::gh100, arch::impl_gh100},
-    SimNvGpuSpec{"blackwell", "NVIDIA B200 (simulated)", nv::NvArch::blackwell, 100, 0x2901,
-                 8, 10, 2, 148, 180 * kGiB, arch::gb100, arch::impl_gb100},
+    SimNvGpuSpec{"ga100", "NVIDIA A100-SXM4-80GB (simulated)", nv::NvArch::ampere, 80, 0x20b2, 8, 8, 2, 108, 80 * kGiB,
+                 arch::ga100, arch::impl_ga100},
+    SimNvGpuSpec{"hopper", "NVIDIA H100 80GB HBM3 (simulated)", nv::NvArch::hopper, 90, 0x2330, 8, 9, 2, 132, 80 * kGiB,
+                 arch::gh100, arch::impl_gh100},
+    SimNvGpuSpec{"blackwell", "NVIDIA B200 (simulated)", nv::NvArch::blackwell, 100, 0x2901, 8, 10, 2, 148, 180 * kGiB,
+                 arch::gb100, arch::impl_gb100},
 };
 
 }  // namespace
@@ -40,10 +40,13 @@ const nv::NvArchInfo& SimNvGpuSpec::arch_info() const {
 std::vector<uint32_t> SimNvGpuSpec::classes() const {
   namespace cls = nv::abi::cls;
   const nv::NvClasses& c = arch_info().classes;
-  std::vector<uint32_t> out = {cls::memory_system, cls::memory_local_user, cls::memory_virtual,
-                               cls::memory_system_os_descriptor, cls::device, cls::subdevice,
-                               c.context_share, c.va_space, c.channel_group,
-                               c.gpfifo, c.compute, c.copy, cls::gt200_debugger};
+  std::vector<uint32_t> out = {cls::memory_system,  cls::memory_local_user,
+                               cls::memory_virtual, cls::memory_system_os_descriptor,
+                               cls::device,         cls::subdevice,
+                               c.context_share,     c.va_space,
+                               c.channel_group,     c.gpfifo,
+                               c.compute,           c.copy,
+                               cls::gt200_debugger};
   out.insert(out.end(), c.usermode.begin(), c.usermode.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -13,16 +13,16 @@
 namespace hcq::sim {
 
 struct SimNvGpuSpec {
-  std::string_view name;          // "ampere": the part after SIM-NV:
-  std::string_view product;       // "NVIDIA GeForce RTX 3090 (simulated)"
+  std::string_view name;     // "ampere": the part after SIM-NV:
+  std::string_view product;  // "NVIDIA GeForce RTX 3090 (simulated)"
   nv::NvArch arch;
-  uint32_t sm_version;            // 86, 90, 100: which NvArchInfo row (find_arch_by_sm)
-  uint16_t pci_device_id;         // vendor is always 0x10de
+  uint32_t sm_version;                       // 86, 90, 100: which NvArchInfo row (find_arch_by_sm)
+  uint16_t pci_device_id;                    // vendor is always 0x10de
   uint32_t gpcs, tpcs_per_gpc, sms_per_tpc;  // the GR layout GR_GET_INFO reports (max per GPC, as RM's litter)
-  uint32_t sm_count;              // SMs enabled on this SKU (<= gpcs * tpcs_per_gpc * sms_per_tpc)
+  uint32_t sm_count;                         // SMs enabled on this SKU (<= gpcs * tpcs_per_gpc * sms_per_tpc)
   uint64_t vram_bytes;
-  uint32_t mc_architecture;       // NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_* (GA100 0x170, GH100 0x180, ...)
-  uint32_t mc_implementation;     // NV2080_CTRL_MC_ARCH_INFO_IMPLEMENTATION_*
+  uint32_t mc_architecture;    // NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_* (GA100 0x170, GH100 0x180, ...)
+  uint32_t mc_implementation;  // NV2080_CTRL_MC_ARCH_INFO_IMPLEMENTATION_*
 
   const nv::NvArchInfo& arch_info() const;
   // Every class id RM lists for this GPU (NV0080_CTRL_CMD_GPU_GET_CLASSLIST): the object classes the simulated RM

@@ -357,8 +357,7 @@ int SimNv::State::rm_map_memory(void* arg) {
   // device, so the file must be an nvidiactl one; BAR memory (VRAM, the usermode registers) through the GPU's own
   // /dev/nvidia<N> (nv_add_mapping_context_to_file checks the file's device). Either mismatch: invalid argument.
   const bool sysmem = mem->kind == RmKind::memory_system;
-  if (sysmem ? f->kind != NvFile::Kind::ctl
-             : f->kind != NvFile::Kind::gpu || f->gpu != static_cast<size_t>(mem->gpu)) {
+  if (sysmem ? f->kind != NvFile::Kind::ctl : f->kind != NvFile::Kind::gpu || f->gpu != static_cast<size_t>(mem->gpu)) {
     p.status = st::err_invalid_argument;
     return 0;
   }
@@ -378,12 +377,10 @@ int SimNv::State::rm_map_memory(void* arg) {
 int SimNv::State::rm_unmap_memory(void* arg) {
   auto* p = static_cast<abi::RmUnmapMemoryParams*>(arg);
   std::lock_guard lock(mu);
-  if (!tree.client_exists(p->client))
-    p->status = st::err_invalid_client;
+  if (!tree.client_exists(p->client)) p->status = st::err_invalid_client;
   else if (tree.find(p->client, p->memory) == nullptr || tree.find(p->client, p->device) == nullptr)
     p->status = st::err_object_not_found;
-  else
-    p->status = st::ok;
+  else p->status = st::ok;
   return 0;
 }
 

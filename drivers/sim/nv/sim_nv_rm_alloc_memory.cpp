@@ -50,7 +50,7 @@ RmStatus alloc_memory(RmAllocRequest& r) {
   const uint32_t page_attr = (p.attr >> abi::nvos32::attr_page_size_shift) & 3;
   uint64_t page = page_attr == abi::nvos32::page_size_huge  ? kHugePage
                   : page_attr == abi::nvos32::page_size_big ? kBigPage
-                                                             : kPage;
+                                                            : kPage;
   if ((p.flags & abi::nvos32::alloc_alignment_force) && p.alignment > page) {
     if (!std::has_single_bit(p.alignment)) return st::err_invalid_argument;
     page = p.alignment;

@@ -33,9 +33,9 @@ struct NvMemory final : RmPayload {
   enum class Where : uint8_t { vram, sysmem, os_descriptor };
   Where where = Where::vram;
   size_t gpu = 0;
-  uint64_t size = 0;        // bytes, rounded to the page size
-  uint64_t page_size = 0;   // 4 KiB, 64 KiB or 2 MiB
-  NvBacking backing;        // vram/sysmem; for os_descriptor only `host` is set (the process's own pages)
+  uint64_t size = 0;       // bytes, rounded to the page size
+  uint64_t page_size = 0;  // 4 KiB, 64 KiB or 2 MiB
+  NvBacking backing;       // vram/sysmem; for os_descriptor only `host` is set (the process's own pages)
   // The process's mappings of this memory (its mmap of what RM_MAP_MEMORY prepared), until it unmaps them
   // (State::vm_mu). They show the same bytes as `backing.host`; translate() hands the simulated GPU these addresses
   // instead, so the GPU's accesses land where the process's own do (see State::host_view).
@@ -80,19 +80,19 @@ struct NvChannel final : RmPayload {
   size_t gpu = 0;
   RmHandle client = 0, handle = 0, group = 0;  // group: the channel group object, or 0 (under the device)
   ChannelDesc desc;
-  std::shared_ptr<NvMemory> userd;   // the USERD memory (kept alive while the channel lives)
+  std::shared_ptr<NvMemory> userd;  // the USERD memory (kept alive while the channel lives)
   uint64_t userd_offset = 0;
   std::shared_ptr<NvMemory> error_notifier;  // may be null
-  std::vector<uint32_t> engine_classes;       // compute/copy objects allocated on it (State::mu)
-  bool scheduled = false;                     // State::mu
-  bool faulted = false;                       // State::mu
-  ChannelFault fault;                         // State::mu
+  std::vector<uint32_t> engine_classes;      // compute/copy objects allocated on it (State::mu)
+  bool scheduled = false;                    // State::mu
+  bool faulted = false;                      // State::mu
+  ChannelFault fault;                        // State::mu
   // Stopped by another member's fault (RM recovers the whole channel group); set after `fault` is, read by the
   // runner's thread before each step without State::mu.
   std::atomic<bool> stopped_by_group{false};
-  NvGrFaultRecord gr_faults;                  // State::mu: the SMs' MMU faults (compute channels)
+  NvGrFaultRecord gr_faults;  // State::mu: the SMs' MMU faults (compute channels)
   std::atomic<uint64_t> doorbells{0};
-  std::mutex runner_mu;  // held around runner calls and while the runner is replaced
+  std::mutex runner_mu;               // held around runner calls and while the runner is replaced
   std::unique_ptr<ChannelHost> host;  // an NvChannelHost (sim_nv_channels.cpp)
   std::unique_ptr<ChannelRunner> runner;
   ~NvChannel() override;
@@ -114,17 +114,17 @@ struct NvDebugger final : RmPayload {
 struct NvGpuMapping {
   std::shared_ptr<NvMemory> memory;
   uint64_t va = 0, size = 0, offset = 0;
-  int uvm_file = -1;        // made by UVM_MAP_EXTERNAL_ALLOCATION on this UVM file, or -1
+  int uvm_file = -1;             // made by UVM_MAP_EXTERNAL_ALLOCATION on this UVM file, or -1
   RmHandle client = 0, dma = 0;  // made by RM_MAP_MEMORY_DMA into this NV01_MEMORY_VIRTUAL object
 };
 
 struct NvGpu {
   const SimNvGpuSpec* spec = nullptr;
   size_t index = 0;
-  uint32_t gpu_id = 0;       // what CARD_INFO reports and GPU_GET_ID_INFO_V2 takes
-  nv::abi::Uuid uuid{};      // what GID_INFO reports and UVM registers by
-  NvBacking usermode;        // the usermode page (doorbell at NOTIFY_CHANNEL_PENDING)
-  uint64_t vram_used = 0;    // State::mu
+  uint32_t gpu_id = 0;           // what CARD_INFO reports and GPU_GET_ID_INFO_V2 takes
+  nv::abi::Uuid uuid{};          // what GID_INFO reports and UVM registers by
+  NvBacking usermode;            // the usermode page (doorbell at NOTIFY_CHANNEL_PENDING)
+  uint64_t vram_used = 0;        // State::mu
   uint32_t next_channel_id = 0;  // State::mu
   // va -> mapping (State::vm_mu). The backend maps a buffer both ways at one VA (RM's view through
   // RM_MAP_MEMORY_DMA, the GPU's through UVM), so the two are kept apart; translate() looks at UVM's first.
@@ -136,21 +136,21 @@ struct NvGpu {
 struct NvUvmSpace {
   struct Range {
     uint64_t base = 0, length = 0;
-    bool external = true;          // UVM_CREATE_EXTERNAL_RANGE; false: a channel's range (REGISTER_CHANNEL)
-    size_t gpu = 0;                // channel ranges: their GPU
+    bool external = true;  // UVM_CREATE_EXTERNAL_RANGE; false: a channel's range (REGISTER_CHANNEL)
+    size_t gpu = 0;        // channel ranges: their GPU
     RmHandle client = 0, channel = 0;
   };
-  std::set<size_t> gpus;                                  // registered GPUs
+  std::set<size_t> gpus;                                     // registered GPUs
   std::map<size_t, std::pair<RmHandle, RmHandle>> vaspaces;  // gpu -> (client, vaspace) registered
-  std::map<uint64_t, Range> ranges;                       // base -> range
+  std::map<uint64_t, Range> ranges;                          // base -> range
   uint64_t flags = 0;
 };
 
 struct NvFile {
   enum class Kind : uint8_t { ctl, gpu, uvm };
   Kind kind = Kind::ctl;
-  size_t gpu = 0;        // Kind::gpu
-  int ctl = -1;          // Kind::gpu: the control file REGISTER_FD tied it to
+  size_t gpu = 0;  // Kind::gpu
+  int ctl = -1;    // Kind::gpu: the control file REGISTER_FD tied it to
   // What RM_MAP_MEMORY prepared on this file for the next mmap (rm_create_mmap_context).
   struct MmapContext {
     std::shared_ptr<NvMemory> memory;  // or null for the usermode page

@@ -72,8 +72,7 @@ int SimNv::State::uvm_ioctl(int id, unsigned long request, void* arg) {
   if (request == uvm::mm_initialize) {
     auto* p = static_cast<abi::UvmMmInitializeParams*>(arg);
     NvFile* va = other ? file(*other) : nullptr;
-    if (f->uvm != NvFile::Uvm::uninitialized)
-      p->status = st::err_invalid_state;
+    if (f->uvm != NvFile::Uvm::uninitialized) p->status = st::err_invalid_state;
     else if (va == nullptr || va->kind != NvFile::Kind::uvm || va->uvm != NvFile::Uvm::va_space)
       p->status = st::err_invalid_argument;
     else {
@@ -288,8 +287,7 @@ int SimNv::State::uvm_ioctl(int id, unsigned long request, void* arg) {
       p->status = st::ok;
       return 0;
     }
-    default:
-      return -EINVAL;  // uvm_test_ioctl: not a command this UVM knows
+    default: return -EINVAL;  // uvm_test_ioctl: not a command this UVM knows
   }
 }
 

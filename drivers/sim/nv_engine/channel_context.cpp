@@ -16,8 +16,8 @@ std::string ChannelContext::run_launch(const Launch& l) {
 
 Step ChannelContext::fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason,
                            MmuAccess access, bool by_sm, bool by_copy_engine) {
-  std::string s = std::string(desc_.engine == NvEngineKind::compute ? "compute" : "copy") + " channel " + std::to_string(desc_.channel_id) +
-                  " faulted at GPFIFO entry " + std::to_string(at.gpfifo_index);
+  std::string s = std::string(desc_.engine == NvEngineKind::compute ? "compute" : "copy") + " channel " +
+                  std::to_string(desc_.channel_id) + " faulted at GPFIFO entry " + std::to_string(at.gpfifo_index);
   if (at.pushbuffer_va) s += " (pushbuffer " + hex(at.pushbuffer_va) + " dword " + std::to_string(at.dword) + ")";
   s += ": " + reason;
   if (address) s += "; address " + hex(address);

@@ -18,9 +18,9 @@ using sim::Step;
 
 // Where in the channel's stream something happened, for fault reasons.
 struct Where {
-  uint64_t gpfifo_index = 0;      // GPGet of the entry being executed
-  uint64_t pushbuffer_va = 0;     // the entry's segment (0: the fault is in the GPFIFO entry itself)
-  uint64_t dword = 0;             // the dword's index in that segment
+  uint64_t gpfifo_index = 0;   // GPGet of the entry being executed
+  uint64_t pushbuffer_va = 0;  // the entry's segment (0: the fault is in the GPFIFO entry itself)
+  uint64_t dword = 0;          // the dword's index in that segment
 };
 
 // Memory access (ptr, load, store, read_words, copy) comes from GuestMemory.

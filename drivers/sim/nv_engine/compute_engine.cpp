@@ -77,7 +77,8 @@ class ComputeEngine final : public ClassEngine {
     const std::string at = "QMD at " + hex(qmd_va) + ": ";
     std::vector<uint32_t> w(layout_.size_words);
     if (!ctx_.read_words(qmd_va, w.data(), w.size()))
-      return fault(ChannelFaultKind::mmu_fault, c, qmd_va, at + "not mapped (" + std::to_string(layout_.size_bytes()) + " bytes)");
+      return fault(ChannelFaultKind::mmu_fault, c, qmd_va,
+                   at + "not mapped (" + std::to_string(layout_.size_bytes()) + " bytes)");
     auto get = [&](const nv::BitField* f) -> uint64_t { return f ? q::get(w, *f) : 0; };
     auto bad = [&](const std::string& why, uint64_t address = 0) {
       return fault(ChannelFaultKind::gr_exception, c, address, at + why);
@@ -102,8 +103,8 @@ class ComputeEngine final : public ClassEngine {
     if (threads == 0 || l.groups[0] == 0 || l.groups[1] == 0 || l.groups[2] == 0)
       return bad(std::string(r.grid[0]->name) + "/" + std::string(r.block[0]->name) + "...: empty " + dims);
     if (threads > arch_.max_threads_per_block)
-      return bad("CTA_THREAD_DIMENSION0..2: " + dims + " has " + std::to_string(threads) + " threads per block, the limit is " +
-                 std::to_string(arch_.max_threads_per_block));
+      return bad("CTA_THREAD_DIMENSION0..2: " + dims + " has " + std::to_string(threads) +
+                 " threads per block, the limit is " + std::to_string(arch_.max_threads_per_block));
     l.shared_bytes = static_cast<uint32_t>(get(r.shared_memory_size) << r.shared_memory_shift);
     if (l.shared_bytes > arch_.max_shared_per_block)
       return bad(std::string(r.shared_memory_size->name) + ": " + std::to_string(l.shared_bytes) +
@@ -118,12 +119,14 @@ class ComputeEngine final : public ClassEngine {
     l.cbank0_size = static_cast<uint32_t>(get(cb.size_shifted4) << 4);
     if (l.cbank0_size == 0) return bad("CONSTANT_BUFFER_SIZE_SHIFTED4_0 is 0");
     if (!ctx_.ptr(l.cbank0_va, l.cbank0_size))
-      return sm_fetch_fault(c, l.cbank0_va,
-                            at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
+      return sm_fetch_fault(
+          c, l.cbank0_va,
+          at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
     l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
 
     const std::string error = ctx_.run_launch(l);
-    if (!error.empty()) return bad("launch of " + dims + " at " + hex(l.program_va) + " failed: " + error, l.program_va);
+    if (!error.empty())
+      return bad("launch of " + dims + " at " + hex(l.program_va) + " failed: " + error, l.program_va);
 
     for (uint32_t i = 0; i < q::kReleases; ++i) {
       const q::ReleaseRoles& rel = r.release[i];
@@ -135,7 +138,8 @@ class ComputeEngine final : public ClassEngine {
       const bool payload64 = get(rel.payload64b) != 0;
       const uint64_t payload = get(rel.payload_lower) | (payload64 ? get(rel.payload_upper) << 32 : 0);
       const bool four = size == q::kStructureFourWords, two = size == q::kStructureTwoWords;
-      if (!four && !two && size != q::kStructureOneWord) return bad(name + "_STRUCTURE_SIZE " + std::to_string(size) + " is undefined");
+      if (!four && !two && size != q::kStructureOneWord)
+        return bad(name + "_STRUCTURE_SIZE " + std::to_string(size) + " is undefined");
       const bool is64 = four || two;
       if (is64 && va % 8) return bad(name + " semaphore address " + hex(va) + " is not 8-byte aligned", va);
       if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, payload, is64, four))
@@ -154,14 +158,16 @@ class ComputeEngine final : public ClassEngine {
   Outcome report(const MethodCall& c) {
     const nv::BitField* op = c.method.field("OPERATION");
     if (op->name_of(op->get(c.data)) != "RELEASE")
-      return fault(ChannelFaultKind::gr_exception, c, 0, "report semaphore OPERATION " + std::to_string(op->get(c.data)) + " is not simulated");
+      return fault(ChannelFaultKind::gr_exception, c, 0,
+                   "report semaphore OPERATION " + std::to_string(op->get(c.data)) + " is not simulated");
     if (c.method.field("REDUCTION_ENABLE")->get(c.data))
       return fault(ChannelFaultKind::gr_exception, c, 0, "report semaphore reductions are not simulated");
     const nv::BitField* size = c.method.field("STRUCTURE_SIZE");
     const bool four = size->name_of(size->get(c.data)) == "FOUR_WORDS";
     const uint64_t hi = report_a_ && !report_a_->fields.empty() ? report_a_->fields[0].get(c.value(report_a_)) : 0;
     const uint64_t va = (hi << 32) | c.value(report_b_);
-    if (four && va % 8) return fault(ChannelFaultKind::gr_exception, c, va, "four-word report address is not 8-byte aligned");
+    if (four && va % 8)
+      return fault(ChannelFaultKind::gr_exception, c, va, "four-word report address is not 8-byte aligned");
     if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, c.value(report_c_), four, four))
       return fault(ChannelFaultKind::mmu_fault, c, *miss, "report semaphore release to an unmapped address");
     return Outcome::done;

@@ -90,13 +90,14 @@ class CopyEngine final : public ClassEngine {
     const std::string_view type = flag(c, "SEMAPHORE_TYPE");
     if (type == "NONE") return Outcome::done;
     if (type != "RELEASE_ONE_WORD_SEMAPHORE" && type != "RELEASE_FOUR_WORD_SEMAPHORE")
-      return fault(ChannelFaultKind::ce_error, c, 0,
-                   "SEMAPHORE_TYPE " + (type.empty() ? std::string("(undefined)") : std::string(type)) +
-                       " is not simulated");
+      return fault(
+          ChannelFaultKind::ce_error, c, 0,
+          "SEMAPHORE_TYPE " + (type.empty() ? std::string("(undefined)") : std::string(type)) + " is not simulated");
     const uint64_t va = address(c, sem_a_, sem_b_);
     const bool two_word = flag(c, "SEMAPHORE_PAYLOAD_SIZE") == "TWO_WORD";
     const bool four_word = type == "RELEASE_FOUR_WORD_SEMAPHORE";
-    const uint64_t payload = uint64_t{c.value(sem_payload_)} | (two_word ? uint64_t{c.value(sem_payload_upper_)} << 32 : 0);
+    const uint64_t payload =
+        uint64_t{c.value(sem_payload_)} | (two_word ? uint64_t{c.value(sem_payload_upper_)} << 32 : 0);
     // The four-word report is {payload, upper word, timestamp}: the upper word is the payload's high half or 0.
     const bool is64 = two_word || four_word;
     if (is64 && va % 8) return fault(ChannelFaultKind::ce_error, c, va, "semaphore address is not 8-byte aligned");
@@ -116,8 +117,8 @@ class CopyEngine final : public ClassEngine {
   }
 
   ChannelContext& ctx_;
-  const nv::Method *launch_, *in_upper_, *in_lower_, *out_upper_, *out_lower_, *pitch_in_, *pitch_out_,
-      *line_length_, *line_count_, *sem_a_, *sem_b_, *sem_payload_, *sem_payload_upper_;
+  const nv::Method *launch_, *in_upper_, *in_lower_, *out_upper_, *out_lower_, *pitch_in_, *pitch_out_, *line_length_,
+      *line_count_, *sem_a_, *sem_b_, *sem_payload_, *sem_payload_upper_;
 };
 
 }  // namespace

@@ -30,13 +30,13 @@ namespace hcq::sim::nv_engine {
 struct Launch {
   uint32_t channel_id = 0;
   uint64_t qmd_va = 0;
-  uint64_t program_va = 0;                // the kernel's first instruction
-  uint64_t cbank0_va = 0;                 // constant bank 0 (driver prefix, then the kernel's parameters)
-  uint32_t cbank0_size = 0;               // bytes
-  uint64_t param_va = 0;                  // cbank0_va + the architecture's parameter offset
-  std::array<uint32_t, 3> groups{};       // CTA raster width/height/depth
-  std::array<uint32_t, 3> local{};        // CTA thread dimensions
-  uint32_t shared_bytes = 0;              // shared memory the QMD asks for
+  uint64_t program_va = 0;           // the kernel's first instruction
+  uint64_t cbank0_va = 0;            // constant bank 0 (driver prefix, then the kernel's parameters)
+  uint32_t cbank0_size = 0;          // bytes
+  uint64_t param_va = 0;             // cbank0_va + the architecture's parameter offset
+  std::array<uint32_t, 3> groups{};  // CTA raster width/height/depth
+  std::array<uint32_t, 3> local{};   // CTA thread dimensions
+  uint32_t shared_bytes = 0;         // shared memory the QMD asks for
 };
 
 // Runs one launch to completion on the calling (simulator) thread. Returns "" when the kernel ran, else why it

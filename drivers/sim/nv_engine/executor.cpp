@@ -14,9 +14,7 @@ namespace pb = nv::pb;
 using nv::SecOp;
 
 namespace {
-std::string class_text(const nv::ClassMethods& c) {
-  return std::string(c.class_name) + " (" + hex(c.class_id) + ")";
-}
+std::string class_text(const nv::ClassMethods& c) { return std::string(c.class_name) + " (" + hex(c.class_id) + ")"; }
 }  // namespace
 
 Executor::Executor(ChannelContext& ctx) : ctx_(ctx) {
@@ -170,9 +168,7 @@ Step Executor::decode_header(uint32_t h) {
       }
       ++pos_;
       return Step::progress;
-    case SecOp::end_pb_segment:
-      pos_ = static_cast<uint32_t>(segment_.size());
-      return Step::progress;
+    case SecOp::end_pb_segment: pos_ = static_cast<uint32_t>(segment_.size()); return Step::progress;
     case SecOp::grp0_use_tert:
     case SecOp::grp2_use_tert:
       // A zero dword (padding) and the sub-device mask headers (one GPU: every mask selects it) do nothing. The
@@ -184,8 +180,8 @@ Step Executor::decode_header(uint32_t h) {
       break;
     case SecOp::reserved6: break;
   }
-  return pbdma_fault("malformed method header " + hex(h) + " (SEC_OP " + std::string(pb::sec_op_name(pb::kSecOp.get(h))) +
-                     ")");
+  return pbdma_fault("malformed method header " + hex(h) + " (SEC_OP " +
+                     std::string(pb::sec_op_name(pb::kSecOp.get(h))) + ")");
 }
 
 Outcome Executor::method(uint32_t sub, uint32_t offset, uint32_t data) {
@@ -208,7 +204,9 @@ Outcome Executor::method(uint32_t sub, uint32_t offset, uint32_t data) {
   if (!s.cls)
     return fault("method " + hex(offset) + " on subchannel " + std::to_string(sub) + ", which has no object bound");
   const nv::Method* m = s.cls->find(offset);
-  if (!m) return fault("unknown method " + hex(offset) + " of " + class_text(*s.cls) + " on subchannel " + std::to_string(sub));
+  if (!m)
+    return fault("unknown method " + hex(offset) + " of " + class_text(*s.cls) + " on subchannel " +
+                 std::to_string(sub));
   s.state[offset / 4] = data;
   const Outcome o = s.engine->execute(MethodCall{*s.cls, *m, data, s.state, where()});
   if (o == Outcome::wait) waiting_engine_ = s.engine.get();

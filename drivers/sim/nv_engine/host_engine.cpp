@@ -50,7 +50,8 @@ class HostEngine final : public ClassEngine {
     const bool is64 = size_f->get(c.data) == size_f->value_of("64BIT");
     const uint64_t va = (field(c, addr_lo_, "OFFSET") << 2) | (field(c, addr_hi_, "OFFSET") << 32);
     const uint64_t payload = uint64_t{c.value(payload_lo_)} | (is64 ? uint64_t{c.value(payload_hi_)} << 32 : 0);
-    if (is64 && va % 8) return fault(ChannelFaultKind::pbdma_error, c, va, "64-bit semaphore address is not 8-byte aligned");
+    if (is64 && va % 8)
+      return fault(ChannelFaultKind::pbdma_error, c, va, "64-bit semaphore address is not 8-byte aligned");
 
     if (op_name == "RELEASE") {
       const bool ts = c.method.field("RELEASE_TIMESTAMP")->get(c.data) == 1;
@@ -66,7 +67,8 @@ class HostEngine final : public ClassEngine {
       const std::string why = reduce_semaphore(ctx_, va, red->name_of(red->get(c.data)), is_signed, payload, is64);
       if (!why.empty()) return fault(ChannelFaultKind::pbdma_error, c, va, why);
       // A reduction may carry the timestamp too (how a queue stamps a signal without changing its value).
-      if (c.method.field("RELEASE_TIMESTAMP")->get(c.data) == 1 && !ctx_.store<uint64_t>(va + 8, ctx_.host().gpu_time_ns()))
+      if (c.method.field("RELEASE_TIMESTAMP")->get(c.data) == 1 &&
+          !ctx_.store<uint64_t>(va + 8, ctx_.host().gpu_time_ns()))
         return fault(ChannelFaultKind::mmu_fault, c, va + 8, "semaphore timestamp to an unmapped address");
       return Outcome::done;
     }

@@ -16,7 +16,10 @@ constexpr size_t kBudget = 256;
 class Runner final : public EngineRunner, private SteppedEngine {
  public:
   Runner(const ChannelDesc& desc, ChannelHost& host, std::shared_ptr<EngineGroup::Shared> shared)
-      : desc_(desc), ctx_(desc_, host, shared->options), exec_(ctx_), shared_(std::move(shared)),
+      : desc_(desc),
+        ctx_(desc_, host, shared->options),
+        exec_(ctx_),
+        shared_(std::move(shared)),
         core_(*this, shared_->runners) {}
 
   void doorbell() override { core_.doorbell(); }

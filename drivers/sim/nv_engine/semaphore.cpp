@@ -20,8 +20,10 @@ namespace {
 template <class T>
 T reduce(std::string_view op, T mem, T arg, bool is_signed) {
   using S = std::make_signed_t<T>;
-  if (op == "IMIN") return is_signed ? static_cast<T>(std::min<S>(static_cast<S>(mem), static_cast<S>(arg))) : std::min(mem, arg);
-  if (op == "IMAX") return is_signed ? static_cast<T>(std::max<S>(static_cast<S>(mem), static_cast<S>(arg))) : std::max(mem, arg);
+  if (op == "IMIN")
+    return is_signed ? static_cast<T>(std::min<S>(static_cast<S>(mem), static_cast<S>(arg))) : std::min(mem, arg);
+  if (op == "IMAX")
+    return is_signed ? static_cast<T>(std::max<S>(static_cast<S>(mem), static_cast<S>(arg))) : std::max(mem, arg);
   if (op == "IXOR") return mem ^ arg;
   if (op == "IAND") return mem & arg;
   if (op == "IOR") return mem | arg;

@@ -16,8 +16,7 @@ size_t add_from_source(TwinRegistry& registry, const nv::Cubin& cubin, Compiler&
   std::vector<SourceKernel> kernels;
   for (const nv::CubinKernel& k : cubin.kernels())
     kernels.push_back({k.name, k.num_buffers, k.num_values, k.param_size});
-  return registry.add_from_source(cubin.identity(), cat(cubin.arch(), " cubin"), cubin.source(), kernels,
-                                  cpu_compiler);
+  return registry.add_from_source(cubin.identity(), cat(cubin.arch(), " cubin"), cubin.source(), kernels, cpu_compiler);
 }
 
 }  // namespace hcq::sim

@@ -95,8 +95,7 @@ void TwinRegistry::map_image(uint64_t base, ImageDesc img) {
   if (next != images_.begin()) {
     const auto prev = std::prev(next);
     if (prev->first + prev->second.size > base)
-      throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ",
-                                hex(prev->first)));
+      throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ", hex(prev->first)));
   }
   images_.emplace(base, std::move(img));
 }
@@ -124,7 +123,8 @@ TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) con
   const auto twin = twins_.find({img.id, k->name});
   if (twin == twins_.end())
     throw DeviceFault(cat("dispatch of kernel '", k->name, "' (", kernel_ref_text(by, address), ", code object ",
-                          img.id, "): no host twin is registered for it, so the simulator cannot run it; build the "
+                          img.id,
+                          "): no host twin is registered for it, so the simulator cannot run it; build the "
                           "kernel from C source with the GPU's compiler (AMD or NV), or register a twin"));
   return Resolved{img.id, k->name, it->first, k->kernarg_size, k->kernarg_offset, twin->second};
 }
@@ -149,25 +149,25 @@ void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::C
   std::vector<uint64_t> args((kernarg_bytes + 7) / 8 + 1, 0);
   if (kernarg_bytes) {
     const uint64_t va = d.kernarg_va + r.kernarg_offset;
-    if (va % 8 || va < d.kernarg_va) throw DeviceFault(cat(what, ": kernarg address ", hex(va), " is not 8-byte aligned"));
+    if (va % 8 || va < d.kernarg_va)
+      throw DeviceFault(cat(what, ": kernarg address ", hex(va), " is not 8-byte aligned"));
     const std::byte* ka = translate(va, kernarg_bytes);
     if (!ka)
-      throw DeviceFault(cat(what, ": kernarg segment ", hex(va), " (+", kernarg_bytes,
-                            " bytes) is not mapped on the GPU"));
+      throw DeviceFault(
+          cat(what, ": kernarg segment ", hex(va), " (+", kernarg_bytes, " bytes) is not mapped on the GPU"));
     std::memcpy(args.data(), ka, kernarg_bytes);
   }
   for (uint32_t i = 0; i < e.nbufs; ++i) {
     const std::byte* host = translate(args[i], 1);
-    if (!host)
-      throw DeviceFault(cat(what, ": buffer argument ", i, " at ", hex(args[i]), " is not mapped on the GPU"));
+    if (!host) throw DeviceFault(cat(what, ": buffer argument ", i, " at ", hex(args[i]), " is not mapped on the GPU"));
     args[i] = reinterpret_cast<uint64_t>(host);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(args.data());
   cpu::GridJob job{e.fn, hcq_dispatch{bytes,
-                             reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
-                             {0, 0, 0},
-                             {d.groups[0], d.groups[1], d.groups[2]},
-                             {d.local[0], d.local[1], d.local[2]}}};
+                                      reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
+                                      {0, 0, 0},
+                                      {d.groups[0], d.groups[1], d.groups[2]},
+                                      {d.local[0], d.local[1], d.local[2]}}};
   if (groups == 1 || !pool) cpu::run_workgroups(&job, 0, groups);
   else pool->parallel_for(groups, cpu::run_workgroups, &job);
 }

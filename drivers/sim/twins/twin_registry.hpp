@@ -40,8 +40,8 @@ class CpuThreadPool;
 namespace hcq::sim {
 
 struct Twin {
-  cpu::KernelEntry entry;              // the CPU function and its argument counts (from <name>_hcq_desc)
-  std::shared_ptr<const void> owner;   // keeps the code mapped (a cpu::ElfImage)
+  cpu::KernelEntry entry;             // the CPU function and its argument counts (from <name>_hcq_desc)
+  std::shared_ptr<const void> owner;  // keeps the code mapped (a cpu::ElfImage)
 };
 
 // How the GPU named the kernel.
@@ -67,8 +67,8 @@ struct ImageKernel {
   std::string name;
   uint64_t code_offset = 0;                   // first instruction, from the image base
   std::optional<uint64_t> descriptor_offset;  // AMD: the kernel descriptor (AQL kernel_object); NV: none
-  uint32_t kernarg_offset = 0;  // where the arguments start in the memory TwinDispatch::kernarg_va names
-  uint32_t kernarg_size = 0;    // bytes the binary reserves for them there
+  uint32_t kernarg_offset = 0;                // where the arguments start in the memory TwinDispatch::kernarg_va names
+  uint32_t kernarg_size = 0;                  // bytes the binary reserves for them there
 };
 // A GPU image: its identity (the key of its twins), its size in bytes and its kernels.
 struct ImageDesc {

@@ -41,10 +41,10 @@ class Device;
 namespace capture {
 
 struct Submission {
-  uint64_t n = 0;        // this submission's number on its device (1, 2, ...)
-  uint64_t ns = 0;       // steady-clock time, nanoseconds (capture file only; 0 when not known)
+  uint64_t n = 0;   // this submission's number on its device (1, 2, ...)
+  uint64_t ns = 0;  // steady-clock time, nanoseconds (capture file only; 0 when not known)
   std::string device, arch, queue, format;
-  uint32_t qid = 0;      // HWQueue::id()
+  uint32_t qid = 0;  // HWQueue::id()
   uint64_t ring_end = 0;
   std::vector<uint32_t> words;
   uint64_t dropped = 0;  // words not kept (a submission over kMaxWords)
@@ -66,8 +66,8 @@ struct SignalEvent {
 // A ring whose entries point elsewhere (NV GPFIFO) adds one RingDump per segment it points at, with `va` set.
 struct RingDump {
   std::string device, arch;
-  std::string queue;   // which hardware queue: "compute", "copy", or a backend's name for it
-  std::string format;  // an hcq-dump decode format: "pm4", "sdma", "aql", "nv-gpfifo", "nv-push", "cpu"
+  std::string queue;             // which hardware queue: "compute", "copy", or a backend's name for it
+  std::string format;            // an hcq-dump decode format: "pm4", "sdma", "aql", "nv-gpfifo", "nv-push", "cpu"
   uint64_t read = 0, write = 0;  // the ring's pointers, in its own unit (dwords; AQL and GPFIFO: entries)
   uint64_t va = 0;               // a pointed-at segment's GPU address (0 for the ring itself)
   std::vector<uint32_t> words;   // from `read` to `write` (at most kMaxWords)

@@ -1,8 +1,8 @@
 // The patch engine: where each symbolic operand of a built queue lives, and how to rewrite it cheaply.
 #pragma once
 
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>

@@ -13,13 +13,13 @@
 namespace hcq::nv::abi {
 
 namespace cls {
-constexpr uint32_t root_client = 0x41;                   // NV01_ROOT_CLIENT
-constexpr uint32_t memory_system = 0x3e;                 // NV01_MEMORY_SYSTEM (NV1_MEMORY_SYSTEM)
-constexpr uint32_t memory_local_user = 0x40;             // NV01_MEMORY_LOCAL_USER (NV1_MEMORY_USER): VRAM
-constexpr uint32_t memory_virtual = 0x70;                // NV01_MEMORY_VIRTUAL
-constexpr uint32_t memory_system_os_descriptor = 0x71;   // NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: host pages we own
-constexpr uint32_t device = 0x80;                        // NV01_DEVICE_0
-constexpr uint32_t subdevice = 0x2080;                   // NV20_SUBDEVICE_0
+constexpr uint32_t root_client = 0x41;                  // NV01_ROOT_CLIENT
+constexpr uint32_t memory_system = 0x3e;                // NV01_MEMORY_SYSTEM (NV1_MEMORY_SYSTEM)
+constexpr uint32_t memory_local_user = 0x40;            // NV01_MEMORY_LOCAL_USER (NV1_MEMORY_USER): VRAM
+constexpr uint32_t memory_virtual = 0x70;               // NV01_MEMORY_VIRTUAL
+constexpr uint32_t memory_system_os_descriptor = 0x71;  // NV01_MEMORY_SYSTEM_OS_DESCRIPTOR: host pages we own
+constexpr uint32_t device = 0x80;                       // NV01_DEVICE_0
+constexpr uint32_t subdevice = 0x2080;                  // NV20_SUBDEVICE_0
 constexpr uint32_t gt200_debugger = 0x83de;
 // Channel group, context share, VA space and the usermode (doorbell) classes: per architecture, in
 // drivers/nv/facts/arch.hpp (NvClasses), with the GPFIFO, compute and copy classes.
@@ -75,7 +75,7 @@ struct VaspaceAllocParams {
 };
 static_assert(sizeof(VaspaceAllocParams) == 56 && offsetof(VaspaceAllocParams, va_base) == 40);
 namespace vaspace_flags {
-constexpr uint32_t is_externally_owned = 1u << 3;   // UVM owns the page tables' contents
+constexpr uint32_t is_externally_owned = 1u << 3;  // UVM owns the page tables' contents
 constexpr uint32_t enable_page_faulting = 1u << 6;
 }  // namespace vaspace_flags
 
@@ -113,8 +113,8 @@ static_assert(sizeof(MemoryDescParams) == 24);
 // NV_CHANNEL_ALLOC_PARAMS (NV_CHANNELGPFIFO_ALLOCATION_PARAMETERS), for every *_CHANNEL_GPFIFO_* class. The layout
 // is the same in 570 and 580 (tpc_config_id was added in 570; 560 and older stop before it, 360 bytes).
 struct ChannelAllocParams {
-  Handle error_notifier;  // memory RM writes channel errors to
-  Handle buffer;          // the memory holding the ring
+  Handle error_notifier;   // memory RM writes channel errors to
+  Handle buffer;           // the memory holding the ring
   uint64_t gpfifo_offset;  // GPU VA of the ring
   uint32_t gpfifo_entries;
   uint32_t flags;
@@ -187,7 +187,7 @@ constexpr uint32_t physicality_noncontiguous = 1, physicality_contiguous = 2, ph
 constexpr uint32_t attr_coherency_shift = 29;  // 31:29
 constexpr uint32_t coherency_uncached = 0, coherency_cached = 1, coherency_write_combine = 2;
 // attr2
-constexpr uint32_t attr2_zbc_prefer_no_zbc = 1;  // 1:0
+constexpr uint32_t attr2_zbc_prefer_no_zbc = 1;    // 1:0
 constexpr uint32_t attr2_gpu_cacheable_shift = 2;  // 3:2
 constexpr uint32_t gpu_cacheable_yes = 1, gpu_cacheable_no = 2;
 constexpr uint32_t attr2_page_size_huge_shift = 20;  // 21:20

@@ -75,7 +75,7 @@ static_assert(sizeof(ClassListV2Params) == 804);
 
 // NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS
 struct GpuNameParams {
-  uint32_t flags;  // 0: ASCII
+  uint32_t flags;     // 0: ASCII
   uint8_t name[128];  // ASCII in the first 64 bytes (a union with 64 UTF-16 units)
 };
 static_assert(sizeof(GpuNameParams) == 132);
@@ -128,10 +128,10 @@ struct FbInfoV2Params {
 };
 static_assert(sizeof(FbInfoV2Params) == 1028);
 namespace fb_info {
-constexpr uint32_t ram_size = 0x07;        // in KiB
-constexpr uint32_t total_ram_size = 0x08;  // in KiB
-constexpr uint32_t heap_size = 0x09;       // in KiB
-constexpr uint32_t usable_ram_size = 0x20; // in KiB
+constexpr uint32_t ram_size = 0x07;         // in KiB
+constexpr uint32_t total_ram_size = 0x08;   // in KiB
+constexpr uint32_t heap_size = 0x09;        // in KiB
+constexpr uint32_t usable_ram_size = 0x20;  // in KiB
 }  // namespace fb_info
 
 // NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS

@@ -63,14 +63,15 @@ static_assert(sizeof(DebugMmuFault) == 8);
 
 // NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS
 struct ReadAllSmErrorStatesParams {
-  Handle target_channel;   // in: the channel (the compute object's parent)
+  Handle target_channel;     // in: the channel (the compute object's parent)
   uint32_t num_sms_to_read;  // in: at most kDebugMaxSmsPerCall
   SmErrorState sm_error_state[kDebugMaxSmsPerCall];
   uint32_t mmu_fault_info;  // deprecated copy of mmu_fault.fault_info
   DebugMmuFault mmu_fault;
   uint32_t starting_sm;  // in
 };
-static_assert(sizeof(ReadAllSmErrorStatesParams) == 4824 && offsetof(ReadAllSmErrorStatesParams, mmu_fault_info) == 4808 &&
+static_assert(sizeof(ReadAllSmErrorStatesParams) == 4824 &&
+              offsetof(ReadAllSmErrorStatesParams, mmu_fault_info) == 4808 &&
               offsetof(ReadAllSmErrorStatesParams, mmu_fault) == 4812 &&
               offsetof(ReadAllSmErrorStatesParams, starting_sm) == 4820);
 
@@ -93,8 +94,8 @@ static_assert(sizeof(ReadMmuFaultInfoParams) == 72 && offsetof(ReadMmuFaultInfoP
 namespace fault_type {
 constexpr uint32_t pde = 0x0, pde_size = 0x1, pte = 0x2, va_limit_violation = 0x3, unbound_inst_block = 0x4,
                    priv_violation = 0x5, ro_violation = 0x6, wo_violation = 0x7, pitch_mask_violation = 0x8,
-                   work_creation = 0x9, unsupported_aperture = 0xa, compression_failure = 0xb,
-                   unsupported_kind = 0xc, region_violation = 0xd, poisoned = 0xe, atomic_violation = 0xf;
+                   work_creation = 0x9, unsupported_aperture = 0xa, compression_failure = 0xb, unsupported_kind = 0xc,
+                   region_violation = 0xd, poisoned = 0xe, atomic_violation = 0xf;
 // "PTE fault" ... ; nullptr for a value without a name here.
 constexpr const char* name(uint32_t t, bool blackwell) {
   switch (t) {
@@ -121,9 +122,8 @@ constexpr const char* name(uint32_t t, bool blackwell) {
 
 // NV_PFAULT_ACCESS_TYPE_* (dev_fault.h, Volta on): virtual accesses 0..4, physical ones 8..11.
 namespace access_type {
-constexpr uint32_t virt_read = 0x0, virt_write = 0x1, virt_atomic = 0x2, virt_prefetch = 0x3,
-                   virt_atomic_weak = 0x4, phys_read = 0x8, phys_write = 0x9, phys_atomic = 0xa,
-                   phys_prefetch = 0xb;
+constexpr uint32_t virt_read = 0x0, virt_write = 0x1, virt_atomic = 0x2, virt_prefetch = 0x3, virt_atomic_weak = 0x4,
+                   phys_read = 0x8, phys_write = 0x9, phys_atomic = 0xa, phys_prefetch = 0xb;
 constexpr const char* name(uint32_t a) {
   switch (a) {
     case virt_read: return "read";

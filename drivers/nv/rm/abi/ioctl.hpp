@@ -30,13 +30,13 @@ namespace esc {
 // RM API escapes (nv_escape.h), issued on /dev/nvidiactl unless noted.
 constexpr uint32_t rm_alloc_memory = 0x27;  // NVOS02, wrapped with an fd; issued on /dev/nvidia<N> only
 constexpr uint32_t rm_alloc_object = 0x28;
-constexpr uint32_t rm_free = 0x29;          // NVOS00
-constexpr uint32_t rm_control = 0x2a;       // NVOS54
-constexpr uint32_t rm_alloc = 0x2b;         // NVOS21 or NVOS64, told apart by the parameter size
+constexpr uint32_t rm_free = 0x29;     // NVOS00
+constexpr uint32_t rm_control = 0x2a;  // NVOS54
+constexpr uint32_t rm_alloc = 0x2b;    // NVOS21 or NVOS64, told apart by the parameter size
 constexpr uint32_t rm_dup_object = 0x34;
 constexpr uint32_t rm_vid_heap_control = 0x4a;
-constexpr uint32_t rm_map_memory = 0x4e;    // NVOS33, wrapped with the fd that will be mmap'ed
-constexpr uint32_t rm_unmap_memory = 0x4f;  // NVOS34
+constexpr uint32_t rm_map_memory = 0x4e;        // NVOS33, wrapped with the fd that will be mmap'ed
+constexpr uint32_t rm_unmap_memory = 0x4f;      // NVOS34
 constexpr uint32_t rm_map_memory_dma = 0x57;    // NVOS46 (layout per branch, see branch.hpp)
 constexpr uint32_t rm_unmap_memory_dma = 0x58;  // NVOS47
 // Linux-specific escapes (nv-ioctl-numbers.h): NV_IOCTL_BASE 200 + n.
@@ -67,12 +67,12 @@ struct CardInfo {
   uint8_t valid;  // NvBool
   uint8_t pad0[3];
   PciInfo pci;
-  uint32_t gpu_id;          // what GPU_GET_ID_INFO_V2 takes
+  uint32_t gpu_id;  // what GPU_GET_ID_INFO_V2 takes
   uint16_t interrupt_line;
   uint8_t pad1[2];
   uint64_t reg_address, reg_size;
   uint64_t fb_address, fb_size;
-  uint32_t minor_number;    // /dev/nvidia<minor_number>
+  uint32_t minor_number;  // /dev/nvidia<minor_number>
   char dev_name[10];
   uint8_t pad2[2];
 };

@@ -103,7 +103,7 @@ struct RmMapMemoryWithFd {
 static_assert(sizeof(RmMapMemoryWithFd) == 56);
 
 namespace nvos33_flags {
-constexpr uint32_t access_shift = 0;  // 1:0, 0 = read/write
+constexpr uint32_t access_shift = 0;    // 1:0, 0 = read/write
 constexpr uint32_t mapping_shift = 15;  // 16:15
 constexpr uint32_t mapping_direct = 1;
 constexpr uint32_t caching_type_shift = 23;  // 25:23
