@@ -54,7 +54,7 @@ done
 # 4. The compile cache: the conformance suite and `hcq bench` on each simulated GPU compile every kernel a run
 # uses, with this machine's NVRTC, into the bundle's cache. NVRTC's version is part of the key, so a machine with
 # the same NVRTC (13.0) reads them and one with another compiles its own.
-[[ -n $(ldconfig -p | grep 'libnvrtc\.so') || -e /usr/local/cuda/lib64/libnvrtc.so.13 ]] ||
+{ ldconfig -p | grep -q 'libnvrtc\.so' || [[ -e /usr/local/cuda/lib64/libnvrtc.so.13 ]]; } ||
   die "no NVRTC here (libnvrtc.so.13): the NV kernels cannot be precompiled"
 FILL_LOG=$BUILD/bundle-cache-fill.log
 : >"$FILL_LOG"
@@ -116,7 +116,7 @@ files=$(cd "$OUT" && find . -type f ! -name MANIFEST | wc -l)
 listed=$(grep -vc '^#' "$OUT/MANIFEST")
 (( files == listed )) || die "MANIFEST lists $listed files, the bundle holds $files"
 ! grep -v '^#' "$OUT/MANIFEST" | grep -q '  ?$' || die "MANIFEST has files without a reason: $(grep '  ?$' "$OUT/MANIFEST")"
-(( $(ls "$OUT/cache" | wc -l) > 0 )) || die "the compile cache is empty"
+(( $(find "$OUT/cache" -name "*.hcqc" | wc -l) > 0 )) || die "the compile cache is empty"
 bytes=$(du -sb "$OUT" | cut -f1)
 mib=$(( (bytes + 1048575) / 1048576 ))
 (( bytes <= MAX_MIB * 1048576 )) || die "the bundle is $mib MiB, over the limit of $MAX_MIB MiB"

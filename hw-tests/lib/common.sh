@@ -116,6 +116,10 @@ hw_build() {
 hw_use_bundle() {
   HW_TESTS=$HW_BUNDLE/bin/hcq-tests
   HW_HCQ=$HW_BUNDLE/bin/hcq
+  # A C library older than the one the bundle was linked against (its MANIFEST says which) stops every program at
+  # load time: say so once, with the loader's words, rather than as a failure of every suite.
+  "$HW_HCQ" --help >/dev/null 2>"$HW_OUT/bundle-start.stderr" ||
+    hw_fail "the bundle's programs do not start here: $(head -1 "$HW_OUT/bundle-start.stderr")"
   export HCQ_TRACE_SHIM=$HW_BUNDLE/lib/libhcq-trace.so
   export HCQ_CACHE_DIR=${TMPDIR:-/tmp}/hcq-hw-cache.$$
   mkdir -p "$HCQ_CACHE_DIR" && cp -p "$HW_BUNDLE"/cache/* "$HCQ_CACHE_DIR"/ 2>/dev/null ||
