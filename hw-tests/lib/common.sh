@@ -6,6 +6,7 @@ set -uo pipefail
 
 HW_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HW_BUILD_DIR=""
+HW_BUNDLE=""
 HW_OUT=""
 HW_T0=$(date +%s)
 # Budgets in seconds (knobs of these scripts, documented in docs/hw-tests.md).
@@ -17,9 +18,9 @@ export HCQ_WAIT_TIMEOUT_MS=${HCQ_WAIT_TIMEOUT_MS:-10000}
 
 hw_usage() {
   cat <<EOF
-usage: hw-tests/$VENDOR/run.sh [--build-dir DIR] [--out DIR]
-  Probes for the GPU (exits 0 with "skipped: <reason>" when there is none), builds hcq-tests and hcq (reusing DIR),
-  runs the conformance suite on every real device, 'hcq info --json' and 'hcq bench --json' per device, and writes
+usage: hw-tests/$VENDOR/run.sh [--build-dir DIR | --bundle DIR] [--out DIR]
+  Probes for the GPU (exits 0 with "skipped: <reason>" when there is none), builds hcq-tests and hcq (reusing DIR)
+  or takes them from a bundle made by hw-tests/bundle.sh (no build, no apt), runs the conformance suite on every real device, 'hcq info --json' and 'hcq bench --json' per device, and writes
   everything plus summary.md to the output directory: --out, else \$OUT, else hw-tests/results/$VENDOR-<time>.
 EOF
 }
@@ -28,12 +29,17 @@ hw_parse_args() {
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --build-dir) HW_BUILD_DIR=${2:?--build-dir needs a directory}; shift 2 ;;
+      --bundle) HW_BUNDLE=${2:?--bundle needs a directory}; shift 2 ;;
       --out) HW_OUT=${2:?--out needs a directory}; shift 2 ;;
       -h|--help) hw_usage; exit 0 ;;
       *) echo "run.sh: unknown argument '$1'" >&2; hw_usage >&2; exit 2 ;;
     esac
   done
   [[ -n $HW_BUILD_DIR ]] || HW_BUILD_DIR=$HW_REPO/build-hw
+  if [[ -n $HW_BUNDLE ]]; then
+    [[ -x $HW_BUNDLE/bin/hcq-tests ]] || { echo "run.sh: $HW_BUNDLE is not a bundle (no bin/hcq-tests)" >&2; exit 2; }
+    HW_BUNDLE=$(cd "$HW_BUNDLE" && pwd)
+  fi
   [[ -n $HW_OUT ]] || HW_OUT=${OUT:-$HW_REPO/hw-tests/results/$VENDOR-$(date -u +%Y%m%dT%H%M%SZ)}
   mkdir -p "$HW_OUT"
   HW_OUT=$(cd "$HW_OUT" && pwd)
@@ -68,8 +74,12 @@ hw_machine() {
     echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores)"
     echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
     [[ -r /etc/os-release ]] && echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
-    echo "hcq: $(git -C "$HW_REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
-      [[ -n $(git -C "$HW_REPO" status --porcelain 2>/dev/null | head -1) ]] && echo ' (with uncommitted changes)')"
+    if [[ -n $HW_BUNDLE ]]; then
+      echo "hcq: bundle $HW_BUNDLE, $(paste -sd';' "$HW_BUNDLE/BUILD-INFO" 2>/dev/null || echo 'no BUILD-INFO')"
+    else
+      echo "hcq: $(git -C "$HW_REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+        [[ -n $(git -C "$HW_REPO" status --porcelain 2>/dev/null | head -1) ]] && echo ' (with uncommitted changes)')"
+    fi
   } >"$HW_OUT/machine.txt"
 }
 
@@ -99,6 +109,23 @@ hw_build() {
   HW_TESTS=$HW_BUILD_DIR/tests/hcq-tests
   HW_HCQ=$HW_BUILD_DIR/tools/hcq
   hw_log "built in $(( $(date +%s) - HW_T0 ))s since start"
+}
+
+# The programs of a bundle (hw-tests/bundle.sh): nothing to build. Its compile cache is copied to a scratch
+# directory, so the bundle itself may be read-only and stays as it was made.
+hw_use_bundle() {
+  HW_TESTS=$HW_BUNDLE/bin/hcq-tests
+  HW_HCQ=$HW_BUNDLE/bin/hcq
+  # A C library older than the one the bundle was linked against (its MANIFEST says which) stops every program at
+  # load time: say so once, with the loader's words, rather than as a failure of every suite.
+  "$HW_HCQ" --help >/dev/null 2>"$HW_OUT/bundle-start.stderr" ||
+    hw_fail "the bundle's programs do not start here: $(head -1 "$HW_OUT/bundle-start.stderr")"
+  export HCQ_TRACE_SHIM=$HW_BUNDLE/lib/libhcq-trace.so
+  export HCQ_CACHE_DIR=${TMPDIR:-/tmp}/hcq-hw-cache.$$
+  mkdir -p "$HCQ_CACHE_DIR" && cp -p "$HW_BUNDLE"/cache/* "$HCQ_CACHE_DIR"/ 2>/dev/null ||
+    hw_fail "cannot copy the bundle's compile cache to $HCQ_CACHE_DIR"
+  hw_log "bundle $HW_BUNDLE ($(grep -m1 '^commit' "$HW_BUNDLE/BUILD-INFO" 2>/dev/null || echo 'no BUILD-INFO')), \
+cache $HCQ_CACHE_DIR ($(ls "$HCQ_CACHE_DIR" | wc -l) kernels)${HCQ_ASSERT_COMPILE:+, HCQ_ASSERT_COMPILE=$HCQ_ASSERT_COMPILE}"
 }
 
 # gtest's parameter name of a device: "NV:0" -> "NV_0".
@@ -154,7 +181,7 @@ hw_tools() {
 
 hw_main_after_probe() {
   hw_machine
-  hw_build
+  if [[ -n $HW_BUNDLE ]]; then hw_use_bundle; else hw_build; fi
   hw_conformance
   hw_tools
   hw_log "summary"

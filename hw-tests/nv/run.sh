@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hw-tests on a real NVIDIA GPU: probe, build, conformance suite on every NV:n, `hcq info`, `hcq bench` (with CUDA's
 # launch latency beside hcq's when libcuda.so.1 is there), summary.md. See docs/hw-tests.md.
-#   hw-tests/nv/run.sh [--build-dir DIR] [--out DIR]
+#   hw-tests/nv/run.sh [--build-dir DIR | --bundle DIR] [--out DIR]   (--bundle: from hw-tests/bundle.sh, no build)
 VENDOR=nv
 # shellcheck source=../lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
