@@ -182,44 +182,31 @@ step() {
 }
 
 step release build -Dbuildtype=release -Dwerror=true --
-# The `hcq` tool's machine-readable output (tests/tools), on the release build: one pass or failure per script.
-for script in tests/tools/*_test.py; do
-  if out=$(timeout --kill-after=30 "$run_timeout" python3 "$script" build/tools/hcq </dev/null 2>&1); then
-    echo "== tools: $(basename "$script"): $out"
+# check <label> <command...>: runs a script that prints one line on success, bounded by the run timeout, and counts
+# it as one pass or one failure (with the end of its output).
+check() {
+  local label=$1 out
+  shift
+  if out=$(timeout --kill-after=30 "$run_timeout" "$@" </dev/null 2>&1); then
+    echo "== $label: $out"
     total_passed=$((total_passed + 1))
   else
-    echo "== tools: $(basename "$script") FAILED:"
-    echo "$out" | tail -20
+    echo "== $label FAILED:"
+    echo "$out" | tail -30
     total_failed=$((total_failed + 1))
   fi
+}
+
+# The `hcq` tool's machine-readable output (tests/tools), on the release build: one check per script.
+for script in tests/tools/*_test.py; do
+  check "tools: $(basename "$script")" python3 "$script" build/tools/hcq
 done
-# The installed tree, as a program outside the project uses it (tests/install): one pass or failure.
-if out=$(timeout --kill-after=30 "$run_timeout" tests/install/consumer_test.sh build </dev/null 2>&1); then
-  echo "== install: consumer_test.sh: $out"
-  total_passed=$((total_passed + 1))
-else
-  echo "== install: consumer_test.sh FAILED:"
-  echo "$out" | tail -20
-  total_failed=$((total_failed + 1))
-fi
-# Clang's thread-safety analysis of the core's locking (scripts/check_thread_safety.sh): one pass or failure.
-if out=$(scripts/check_thread_safety.sh 2>&1); then
-  echo "== thread-safety analysis: $out"
-  total_passed=$((total_passed + 1))
-else
-  echo "== thread-safety analysis FAILED:"
-  echo "$out" | tail -30
-  total_failed=$((total_failed + 1))
-fi
-# The sources as .clang-format lays them out: one pass or failure, naming the files that differ.
-if out=$(scripts/format.sh --check 2>&1); then
-  echo "== format: $out"
-  total_passed=$((total_passed + 1))
-else
-  echo "== format: FAILED:"
-  echo "$out" | sed -n '1,21p'  # the count, then the first 20 files (sed reads on, so the pipe cannot break)
-  total_failed=$((total_failed + 1))
-fi
+# The installed tree, as a program outside the project uses it (tests/install).
+check "install: consumer_test.sh" tests/install/consumer_test.sh build
+# Clang's thread-safety analysis of the core's locking.
+check "thread-safety analysis" scripts/check_thread_safety.sh
+# The sources as .clang-format lays them out (a failure names the files that differ).
+check "format" scripts/format.sh --check
 if [[ $quick -eq 0 ]]; then
   # -O1 with debug info and assertions on: what the sanitizers recommend, readable stacks, and a third less compile
   # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not
