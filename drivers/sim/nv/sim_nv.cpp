@@ -17,6 +17,7 @@
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
+#include "sim/nv/nvproxy_refusals.hpp"
 #include "sim/nv/sim_nv_state.hpp"
 
 namespace hcq::sim {
@@ -173,6 +174,7 @@ int SimNv::ioctl(int file, unsigned long request, void* arg) {
     if (size > abi::kMaxIoctlSize) return -EINVAL;
   }
   if (user == nullptr && size != 0) return -EFAULT;
+  if (s().nvproxy_refusals && nvproxy::refuses_escape(nr)) return -EINVAL;  // the proxy stops it before RM
   // The kernel's copy of the block (8-byte aligned, as kmalloc'ed); copied back whatever happens, as nvidia_ioctl
   // does unless the copy-in itself faulted.
   std::vector<uint64_t> copy((size + 7) / 8 + 1);
@@ -414,6 +416,8 @@ std::vector<std::string> SimNv::list_dir(const std::string& path) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // for tests and the engine
+
+void SimNv::refuse_as_nvproxy() { s().nvproxy_refusals = true; }
 
 size_t SimNv::gpu_count() const { return s().gpus.size(); }
 const SimNvGpuSpec& SimNv::gpu_spec(size_t gpu) const { return *s().gpus.at(gpu)->spec; }

@@ -12,7 +12,7 @@
 //
 // Channels: one ChannelRunner per GPFIFO channel object, made by the factory given here. A store of a channel's
 // work-submit token to a mapped usermode page (through Os::write_doorbell32) notifies its runner once the channel
-// group was scheduled. One SimNv is one machine with one process on it. Thread-safe.
+// group was scheduled. refuse_as_nvproxy() makes it answer as the driver does behind gVisor's proxy. One SimNv is one machine with one process on it. Thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -64,6 +64,9 @@ class SimNv final : public SimDriver {
   bool write_doorbell(volatile void* where, uint64_t value, unsigned bytes) override;
 
   // ---- for the engine, the device factory and tests
+  // From now on, refuse what gVisor's NVIDIA proxy refuses under its default driver capabilities (compute,
+  // utility), with the proxy's answers (sim/nv/nvproxy_refusals.hpp): the machine a sandboxed process sees.
+  void refuse_as_nvproxy();
   size_t gpu_count() const;
   const SimNvGpuSpec& gpu_spec(size_t gpu) const;
   const std::string& driver_version() const { return version_; }

@@ -9,6 +9,7 @@
 #include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
+#include "sim/nv/nvproxy_refusals.hpp"
 #include "sim/nv/sim_nv_state.hpp"
 
 namespace hcq::sim {
@@ -106,6 +107,10 @@ int SimNv::State::rm_control(void* arg) {
   std::vector<std::shared_ptr<NvChannel>> kick;
   {
     std::lock_guard lock(mu);
+    if (nvproxy_refusals && nvproxy::refuses_control(p->cmd)) {
+      p->status = st::err_not_supported;  // the proxy answers for RM, before looking at client or object
+      return 0;
+    }
     const Command* c = find_command(p->cmd);
     if (!tree.client_exists(p->client)) {
       p->status = st::err_invalid_client;

@@ -34,6 +34,9 @@ nv::NvDevice::ChannelDetails channel_details(const std::shared_ptr<SimNv>& drive
   };
 }
 
+// "<gpu>-gvisor" names the GPU <gpu> as a process sees it inside gVisor with the proxy's default capabilities.
+constexpr std::string_view kBehindNvproxy = "-gvisor";
+
 }  // namespace
 
 std::unique_ptr<Device> open_sim_nv_device(const std::string& name, const std::string& gpu,
@@ -55,8 +58,11 @@ std::unique_ptr<Device> open_sim_nv_gpu(const std::string& name, const std::stri
   o.scheduling = scheduling;
   o.launch = [shaders, launch = nv_engine::twin_launcher(shaders->twins)](
                  const nv_engine::Launch& l, ChannelHost& host) { return launch(l, host); };
-  auto driver = std::make_shared<SimNv>(std::vector<std::string>(gpus, gpu),
+  const bool behind_nvproxy = gpu.ends_with(kBehindNvproxy);
+  const std::string model = behind_nvproxy ? gpu.substr(0, gpu.size() - kBehindNvproxy.size()) : gpu;
+  auto driver = std::make_shared<SimNv>(std::vector<std::string>(gpus, model),
                                         nv_engine::make_channel_runner_factory(std::move(o)));
+  if (behind_nvproxy) driver->refuse_as_nvproxy();
   auto os = std::make_shared<SimOs>(std::vector<std::shared_ptr<SimDriver>>{driver});
   std::unique_ptr<Device> dev = nv::open_nv_device_on(name, std::move(os), 0, "sim-rm");
   auto* nvd = dynamic_cast<nv::NvDevice*>(dev.get());

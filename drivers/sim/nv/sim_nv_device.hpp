@@ -22,7 +22,8 @@ std::unique_ptr<Device> open_sim_nv_device(
 // The whole simulated GPU (what the registry opens for SIM-NV:<gpu>): channels run on the simulated GPU's executor
 // (drivers/sim/nv_engine) and QMD launches run as host twins, built and mapped when a program is loaded and unmapped
 // when it is destroyed. A launch the twins cannot run faults its channel. The machine has `gpus` GPUs of that kind;
-// the device is GPU 0, open_sim_nv_peer opens the others. Fault and hang reports carry what the simulated GPU
+// the device is GPU 0, open_sim_nv_peer opens the others. `gpu` ending in "-gvisor" ("ampere-gvisor") is that GPU
+// behind gVisor's NVIDIA proxy with its default capabilities (SimNv::refuse_as_nvproxy). Fault and hang reports carry what the simulated GPU
 // knows of a channel (SimNv::describe_channel: the faulting address and the reason).
 std::unique_ptr<Device> open_sim_nv_gpu(const std::string& name, const std::string& gpu,
                                         nv_engine::Scheduling scheduling = nv_engine::Scheduling::threaded,

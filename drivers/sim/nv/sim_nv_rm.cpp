@@ -16,6 +16,7 @@
 #include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/nvos.hpp"
 #include "nv/rm/abi/status.hpp"
+#include "sim/nv/nvproxy_refusals.hpp"
 #include "sim/nv/sim_nv_rm_alloc.hpp"
 #include "sim/nv/sim_nv_state.hpp"
 
@@ -142,7 +143,7 @@ int SimNv::State::rm_alloc(int file, void* arg, size_t size) {
     return 0;
   }
   const std::optional<RmKind> kind = kind_of_class(a21->class_id);
-  if (!kind) {
+  if (!kind || (nvproxy_refusals && nvproxy::refuses_class(a21->class_id))) {
     status = st::err_invalid_class;
     return 0;
   }

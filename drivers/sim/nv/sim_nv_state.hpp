@@ -168,6 +168,7 @@ struct SimNv::State {
   ChannelRunnerFactory factory;
   std::string version;
   const nv::abi::BranchAbi* branch = nullptr;  // the layouts of the branch `version` belongs to (null: unknown)
+  std::atomic<bool> nvproxy_refusals{false};   // answer as gVisor's nvproxy does (SimNv::refuse_as_nvproxy)
   SimOs* os = nullptr;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
