@@ -17,6 +17,7 @@
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/debugger.hpp"
 #include "nv/rm/abi/notifier.hpp"
+#include "nv/rm/abi/status.hpp"
 #include "nv/rm/nv_program.hpp"
 #include "nv/rm/nv_queue.hpp"
 
@@ -70,6 +71,13 @@ DeviceInfo NvDevice::info() const {
   // "580.126.20 (open module); NVIDIA H200, 132 SMs".
   i.driver_version = cat(gpu_->rm().version().text, gpu_->rm().version().open_module ? " (open module)" : "", "; ",
                          f.name, ", ", f.sm_count, " SMs");
+  // Refusals of what RM itself always offers mean a proxy sits between us and RM; which calls it refused is the
+  // evidence we have (gVisor's nvproxy refuses exactly these under its default capabilities, compute,utility).
+  if (!f.refused.empty()) {
+    std::string refused;
+    for (const std::string& r : f.refused) refused += cat(refused.empty() ? "" : ", ", r);
+    i.driver_version += cat("; sandboxed: a driver proxy refused ", refused, " (as gVisor's nvproxy does)");
+  }
   i.uuid.emplace();
   std::memcpy(i.uuid->data(), f.uuid.bytes, i.uuid->size());
   i.launch_limits = nv_arch_launch_limits(*f.arch);
@@ -204,10 +212,19 @@ std::string NvDevice::rm_fault_info(const abi::ErrorNotification& n) const {
     sm->num_sms_to_read = std::min<uint32_t>(f.sm_count, abi::kDebugMaxSmsPerCall);
     rm.control(debugger_.handle(), abi::ctrl::debug_read_all_sm_error_states, *sm);
     if (sm->mmu_fault.valid) {
-      abi::ReadMmuFaultInfoParams m{};
-      rm.control(debugger_.handle(), abi::ctrl::debug_read_mmu_fault_info, m);
       const uint32_t info = sm->mmu_fault.fault_info;
       std::string s = cat("; RM's MMU fault record (first fault by ", fault_client(info, blackwell), ")");
+      abi::ReadMmuFaultInfoParams m{};
+      try {
+        rm.control(debugger_.handle(), abi::ctrl::debug_read_mmu_fault_info, m);
+      } catch (const RmError& e) {
+        // RM's debugger object always exports it; NOT_SUPPORTED is a proxy's answer (gVisor's nvproxy passes no
+        // READ_MMU_FAULT_INFO), which leaves the fault's kind and client known but not its address.
+        if (e.status() != abi::status::err_not_supported) throw;
+        return cat(s,
+                   ": faulting VA unknown (DEBUG_READ_MMU_FAULT_INFO refused: NV_ERR_NOT_SUPPORTED, as gVisor's "
+                   "nvproxy answers)");
+      }
       if (m.count == 0) s += ": no addresses recorded";
       for (uint32_t i = 0; i < std::min(m.count, abi::kMmuFaultInfoMaxEntries); ++i) {
         const abi::MmuFaultInfoEntry& e = m.list[i];

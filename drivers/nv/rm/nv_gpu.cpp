@@ -15,6 +15,7 @@
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/nvos.hpp"
+#include "nv/rm/abi/status.hpp"
 
 namespace hcq::nv {
 
@@ -66,7 +67,7 @@ NvGpu::NvGpu(std::shared_ptr<NvDriver> driver, const CardInfo& card) : driver_(s
     dev_fd_ = open_device_fd();
     query_facts();
     // The usermode page, mapped: its NOTIFY_CHANNEL_PENDING register is the doorbell.
-    usermode_ = RmObject(rm, subdevice(), rm.alloc(subdevice(), facts_.usermode_class));
+    usermode_ = alloc_usermode();
     {
       UniqueFd map_fd = open_device_fd();
       usermode_cookie_ = rm.map_memory(device(), usermode_.handle(), 0, gpfifo::kUsermodeSize, 0, map_fd.get());
@@ -75,9 +76,16 @@ NvGpu::NvGpu(std::shared_ptr<NvDriver> driver, const CardInfo& card) : driver_(s
       if (p == MAP_FAILED) throw OsError(cat(describe(), ": mmap of the usermode page"), errno);
       usermode_page_ = Mapping(os(), p, gpfifo::kUsermodeSize);
     }
-    MemoryVirtualAllocParams vm{};
-    vm.limit = kVirtmemLimit;
-    virtmem_ = RmObject(rm, device(), rm.alloc(device(), cls::memory_virtual, vm));
+    try {
+      MemoryVirtualAllocParams vm{};
+      vm.limit = kVirtmemLimit;
+      virtmem_ = RmObject(rm, device(), rm.alloc(device(), cls::memory_virtual, vm));
+    } catch (const RmError& e) {
+      // gVisor's proxy passes NV01_MEMORY_VIRTUAL (and RM_MAP_MEMORY_DMA into it) only with the graphics or video
+      // capability. Without it, GPU mappings are made as CUDA's compute jobs make them there: by UVM alone.
+      if (e.status() != abi::status::err_invalid_class) throw;
+      facts_.refused.push_back("NV01_MEMORY_VIRTUAL");
+    }
     VaspaceAllocParams va{};
     va.va_base = kVaspaceBase;
     va.va_size = kVaspaceSize;
@@ -196,11 +204,30 @@ void NvGpu::query_facts() {
   for (uint32_t c : {want.gpfifo, want.compute, want.copy, want.channel_group, want.context_share, want.va_space})
     if (!has(c)) throw UnsupportedDriver(cat(describe(), ": the GPU does not offer class ", hex(c)));
   for (uint32_t c : want.usermode)
-    if (has(c)) {
+    if (has(c)) facts_.usermode_candidates.push_back(c);
+  if (facts_.usermode_candidates.empty())
+    throw UnsupportedDriver(cat(describe(), ": the GPU offers no usermode class we know"));
+}
+
+RmObject NvGpu::alloc_usermode() {
+  // In order of preference, the newest first. A driver proxy may refuse a class the GPU offers (gVisor's has no
+  // entry for AMPERE_USERMODE_A and answers NV_ERR_INVALID_CLASS) while passing an older one: every usermode class
+  // puts the doorbell at the same offset (nv/facts/gpfifo.hpp), so the older one serves as well.
+  RmClient& rm = driver_->rm();
+  std::string refused;
+  for (uint32_t c : facts_.usermode_candidates) {
+    try {
+      RmObject o(rm, subdevice(), rm.alloc(subdevice(), c));
       facts_.usermode_class = c;
-      break;
+      return o;
+    } catch (const RmError& e) {
+      if (e.status() != abi::status::err_invalid_class) throw;
+      facts_.refused.push_back(cat("usermode class ", hex(c)));
+      refused += cat(refused.empty() ? "" : ", ", hex(c));
     }
-  if (!facts_.usermode_class) throw UnsupportedDriver(cat(describe(), ": the GPU offers no usermode class we know"));
+  }
+  throw UnsupportedDriver(cat(describe(), ": every usermode class the GPU offers was refused (", refused,
+                              ": NV_ERR_INVALID_CLASS); no doorbell page"));
 }
 
 volatile uint32_t* NvGpu::doorbell() const {
@@ -218,11 +245,24 @@ void NvGpu::map_on_gpu(NvMemory& m) {
   RmClient& rm = driver_->rm();
   // RM's own view of the mapping (the virtual-memory object at the same VA), as CUDA and tinygrad make it: RM checks
   // channel rings and USERD against it.
-  const uint32_t flags = (nvos46_flags::page_size_4kb << nvos46_flags::page_size_shift) |
-                         (nvos46_flags::cache_snoop_enable << nvos46_flags::cache_snoop_shift) |
-                         (1u << nvos46_flags::dma_offset_fixed_shift);
-  rm.map_memory_dma(device(), virtmem_.handle(), m.handle_, m.size_, m.va_, flags);
-  m.dma_mapped_ = true;
+  // Without the virtual-memory object (refused behind gVisor's proxy) UVM's mapping is the only one, as for CUDA's
+  // compute jobs there.
+  if (virtmem_.handle() != 0) {
+    const uint32_t flags = (nvos46_flags::page_size_4kb << nvos46_flags::page_size_shift) |
+                           (nvos46_flags::cache_snoop_enable << nvos46_flags::cache_snoop_shift) |
+                           (1u << nvos46_flags::dma_offset_fixed_shift);
+    try {
+      rm.map_memory_dma(device(), virtmem_.handle(), m.handle_, m.size_, m.va_, flags);
+    } catch (const OsError& e) {
+      // The proxy refuses the escape itself with EINVAL (RM would answer a bad block with a status instead).
+      if (e.err() != EINVAL) throw;
+      throw UnsupportedDriver(cat(describe(),
+                                  ": NV_ESC_RM_MAP_MEMORY_DMA refused (EINVAL): gVisor's nvproxy allows it only with "
+                                  "the graphics driver capability; run with "
+                                  "NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics"));
+    }
+    m.dma_mapped_ = true;
+  }
   // The GPU's page tables: UVM maps the memory at the same VA in our VA space.
   uvm().map_on_gpu(m.va_, m.size_, facts_.uuid, rm.ctl_fd(), rm.root(), m.handle_);
   m.gpu_mapped_ = true;

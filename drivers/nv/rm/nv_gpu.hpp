@@ -52,7 +52,12 @@ struct NvGpuFacts {
   uint32_t max_warps_per_sm = 0;
   uint64_t vram_bytes = 0;
   const NvArchInfo* arch = nullptr;
-  uint32_t usermode_class = 0;
+  uint32_t usermode_class = 0;                // the one allocated: the first of usermode_candidates not refused
+  std::vector<uint32_t> usermode_candidates;  // the usermode classes we know that the GPU offers, newest first
+  // What the driver refused at bring-up that a fallback replaced ("NV01_MEMORY_VIRTUAL", "usermode class 0xc561"):
+  // RM itself offers all of these, so a refusal means a proxy between us and RM (gVisor's nvproxy refuses exactly
+  // these under its default compute,utility capabilities). Empty on a plain driver.
+  std::vector<std::string> refused;
   std::vector<uint32_t> classes;  // what the device reports
   std::string arch_name() const { return cat("sm_", sm); }
 };
@@ -102,7 +107,8 @@ struct NvAllocOptions {
 };
 
 // One opened GPU. Opens /dev/nvidia<minor>, allocates device, subdevice, the usermode page (mapped: the doorbell),
-// a virtual-memory object and a VA space, and registers the GPU and the VA space with UVM.
+// a virtual-memory object and a VA space, and registers the GPU and the VA space with UVM. Behind a proxy that
+// refuses the virtual-memory object (gVisor's, without the graphics capability), memory is mapped by UVM alone.
 class NvGpu {
  public:
   NvGpu(std::shared_ptr<NvDriver> driver, const abi::CardInfo& card);
@@ -137,6 +143,7 @@ class NvGpu {
  private:
   friend class NvMemory;
   void query_facts();
+  RmObject alloc_usermode();
   void map_on_gpu(NvMemory& m);
   std::shared_ptr<NvDriver> driver_;
   NvGpuFacts facts_;
