@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,7 +26,9 @@ constexpr const char* kInfoHelp =
     "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, ROCr's GPU-<16 hex digits>; none for the CPU). Device kinds\n"
     "absent here are listed with the reason. AMD and NVIDIA GPUs found on the PCI bus (libpciaccess) that no\n"
     "backend exposes are listed with why (driver not loaded, no permission on a device node, unsupported driver\n"
-    "version, ...).\n"
+    "version, ...). A device whose driver refused calls the way a sandbox's driver proxy does (gVisor's nvproxy\n"
+    "without the graphics capability) says so at the end of its driver text (\"; sandboxed: ...\": what was\n"
+    "refused) and is listed again under \"sandboxed\".\n"
     "\n"
     "  --json   one JSON document: {\"devices\": [...], \"unavailable\": [{\"device\", \"reason\"}],\n"
     "           a device: {\"name\", \"interface\", \"arch\", \"memory_bytes\", \"compute_queues\",\n"
@@ -149,6 +152,17 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
                   pad(dims_text(l.max_local), 20).c_str(), pad(dims_text(l.max_global), 38).c_str(),
                   pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(), uuid.empty() ? "-" : uuid.c_str());
     }
+  }
+  // The backend appends this to a device's driver text when the driver refused what it always offers itself: the
+  // evidence of a proxy between us and the driver (the NV backend under gVisor). Repeated here, where it is seen.
+  constexpr std::string_view kSandboxed = "; sandboxed: ";
+  bool sandbox_heading = false;
+  for (const DeviceInfo& d : devices) {
+    const size_t at = d.driver_version.find(kSandboxed);
+    if (at == std::string::npos) continue;
+    if (!sandbox_heading) std::printf("\nsandboxed (features the driver proxy refused were replaced):\n");
+    sandbox_heading = true;
+    std::printf("  %s%s\n", pad(d.name, 22).c_str(), d.driver_version.substr(at + kSandboxed.size()).c_str());
   }
   if (!unavailable.empty()) {
     std::printf("\nnot available:\n");
