@@ -68,6 +68,9 @@ const std::vector<ConformanceDevice> kDevices = {
     {"SIM-NV:ga100", "SIM-NV:ga100:1"},  // AMPERE_DMA_COPY_A: copy signals through the host's semaphore
     {"SIM-NV:hopper", "SIM-NV:hopper:1"},
     {"SIM-NV:blackwell", "SIM-NV:blackwell:1"},
+    // An Ampere behind gVisor's NVIDIA proxy: the backend's fallbacks (usermode class, UVM-only mappings) under the
+    // same conformance suite.
+    {"SIM-NV:ampere-gvisor", "SIM-NV:ampere-gvisor:1"},
 };
 
 // Real GPUs are opt-in (hw-tests/): HCQ_CONFORMANCE_DEVICES="NV:0,AMD:0+AMD:1" adds NV:0, and AMD:0 with AMD:1 as
