@@ -207,10 +207,7 @@ std::vector<DecodedPacket> decode_sdma(std::span<const uint32_t> words, const Ta
         n = 1 + size_t{d.nop->find("count")->get(h)};
         break;
       case OP_COPY:
-        if (sub == SUBOP_COPY_LINEAR) {
-          l = d.copy_linear;
-          n = l->words;
-        }
+        if (sub == SUBOP_COPY_LINEAR) l = d.copy_linear;
         break;
       case OP_WRITE:
         if (sub == 0 && left >= 4) {
@@ -218,27 +215,12 @@ std::vector<DecodedPacket> decode_sdma(std::span<const uint32_t> words, const Ta
           n = 4 + size_t{d.write_linear->find("count")->get(words[i + 3])} + 1;
         } else if (sub == 0) n = 4;  // reported truncated below
         break;
-      case OP_INDIRECT:
-        l = d.indirect;
-        n = l->words;
-        break;
-      case OP_FENCE:
-        l = d.fence;
-        n = l->words;
-        break;
-      case OP_TRAP:
-        l = d.trap;
-        n = l->words;
-        break;
-      case OP_POLL_REGMEM:
-        l = d.poll_regmem;
-        n = l->words;
-        break;
+      case OP_INDIRECT: l = d.indirect; break;
+      case OP_FENCE: l = d.fence; break;
+      case OP_TRAP: l = d.trap; break;
+      case OP_POLL_REGMEM: l = d.poll_regmem; break;
       case OP_TIMESTAMP:
-        if (sub <= SUBOP_TIMESTAMP_GET_GLOBAL) {
-          l = d.timestamp;
-          n = l->words;
-        }
+        if (sub <= SUBOP_TIMESTAMP_GET_GLOBAL) l = d.timestamp;
         break;
       // Documented packets we do not emit: name and length only.
       case OP_SRBM_WRITE: n = 3; break;
@@ -248,6 +230,7 @@ std::vector<DecodedPacket> decode_sdma(std::span<const uint32_t> words, const Ta
       case OP_ATOMIC: n = 8; break;
       default: break;
     }
+    if (l != nullptr && n == 0) n = l->words;  // a fixed-size packet: its length is its layout's
     const std::string_view opname = op_name(op);
     std::string name = l ? std::string(l->name) : opname.empty() ? "OP_" + hexs(op) : std::string(opname);
     if (n == 0) {
