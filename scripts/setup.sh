@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libdrm-dev libpciaccess-dev
   coreutils  # timeout(1), used by scripts/test.sh to bound each test run
+  libopenblas-dev  # the yardstick of the framework's matmul figure in hcq bench (tools/hcq/bench_framework.cpp)
   clang-format-19  # scripts/format.sh and its check in scripts/test.sh; LLVM 19, as the compilers above
 )
 

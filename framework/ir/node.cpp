@@ -1,0 +1,189 @@
+// The intern table: one live NodeData per structure. Lookups hash (op, dtype, sources by address, arguments).
+#include "framework/ir/node.hpp"
+
+#include <bit>
+#include <cstring>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "framework/ir/shape_of.hpp"
+#include "framework/ir/symbolic.hpp"
+#include "hcq/buffer.hpp"
+
+namespace hcq::fw {
+namespace {
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+size_t structural_hash(Op op, DType dtype, const std::vector<Node>& src, const std::vector<int64_t>& i, double f,
+                       const std::string& s) {
+  size_t h = mix(static_cast<size_t>(op), static_cast<size_t>(dtype));
+  for (const Node& n : src) h = mix(h, reinterpret_cast<size_t>(n.get()));
+  for (int64_t v : i) h = mix(h, static_cast<size_t>(v));
+  h = mix(h, std::bit_cast<uint64_t>(f));
+  if (!s.empty()) h = mix(h, std::hash<std::string>{}(s));
+  return h;
+}
+
+bool same_structure(const NodeData& n, Op op, DType dtype, const std::vector<Node>& src,
+                    const std::vector<int64_t>& i, double f, const std::string& s) {
+  if (n.op != op || n.dtype != dtype || n.src.size() != src.size() || n.i != i || n.s != s) return false;
+  if (std::bit_cast<uint64_t>(n.f) != std::bit_cast<uint64_t>(f)) return false;
+  for (size_t k = 0; k < src.size(); ++k)
+    if (n.src[k].get() != src[k].get()) return false;
+  return true;
+}
+
+// Buckets of weak references by structural hash. A node removes itself in its destructor; lookups skip entries
+// whose node is mid-destruction (expired).
+struct InternTable {
+  std::mutex mu;
+  std::unordered_multimap<size_t, std::weak_ptr<const NodeData>> nodes;
+};
+
+InternTable& table() {
+  // Never destroyed: nodes held by static objects may die after any other static.
+  static InternTable* t = new InternTable();
+  return *t;
+}
+
+}  // namespace
+
+Node NodeData::realized() const {
+  std::lock_guard lock(realized_mu_);
+  return realized_;
+}
+
+void NodeData::set_realized(Node n) const {
+  std::lock_guard lock(realized_mu_);
+  realized_ = std::move(n);
+}
+
+const std::string& NodeData::device() const {
+  static const std::string none;
+  const NodeData* n = this;
+  while (n->s.empty() && !n->src.empty()) n = n->src.back().get();
+  if (n->op == Op::COPY || n->op == Op::CONST || n->op == Op::BUFFER || n->op == Op::PARAM) return n->s;
+  return n->s.empty() ? none : n->s;
+}
+
+bool NodeData::is_const(double v) const { return op == Op::CONST && const_value() == v; }
+
+double NodeData::const_value() const {
+  return is_float(dtype) ? f : static_cast<double>(i.empty() ? 0 : i[0]);
+}
+
+NodeData::~NodeData() {
+  InternTable& t = table();
+  std::lock_guard lock(t.mu);
+  auto [lo, hi] = t.nodes.equal_range(hash);
+  for (auto it = lo; it != hi; ++it) {
+    if (it->second.expired()) {  // ours is expired by now (its count reached 0); others may be too
+      t.nodes.erase(it);
+      return;
+    }
+  }
+}
+
+Node make_node(Op op, DType dtype, std::vector<Node> src, std::vector<int64_t> i, double f, std::string s,
+               std::shared_ptr<Buffer> payload) {
+  const size_t h = structural_hash(op, dtype, src, i, f, s);
+  InternTable& t = table();
+  {
+    std::lock_guard lock(t.mu);
+    auto [lo, hi] = t.nodes.equal_range(h);
+    for (auto it = lo; it != hi; ++it) {
+      Node live = it->second.lock();
+      if (live && same_structure(*live, op, dtype, src, i, f, s)) return live;
+    }
+  }
+  auto n = std::make_shared<NodeData>();
+  n->op = op;
+  n->dtype = dtype;
+  n->src = std::move(src);
+  n->i = std::move(i);
+  n->f = f;
+  n->s = std::move(s);
+  n->hash = h;
+  n->payload = std::move(payload);
+  n->shape = shape_of(*n);
+  compute_bounds(*n);
+  std::lock_guard lock(t.mu);
+  // Another thread may have made the same node meanwhile: the first one in the table wins.
+  auto [lo, hi] = t.nodes.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    Node live = it->second.lock();
+    if (live && same_structure(*live, n->op, n->dtype, n->src, n->i, n->f, n->s)) return live;
+  }
+  t.nodes.emplace(h, n);
+  return n;
+}
+
+size_t live_node_count() {
+  InternTable& t = table();
+  std::lock_guard lock(t.mu);
+  size_t live = 0;
+  for (auto& [h, w] : t.nodes) live += !w.expired();
+  return live;
+}
+
+Node const_node(DType t, double v, const std::string& device) {
+  if (is_float(t)) return make_node(Op::CONST, t, {}, {}, v == 0 ? 0.0 : v, device);  // -0.0 folds into 0.0
+  return make_node(Op::CONST, t, {}, {t == DType::bool_ ? int64_t(v != 0) : static_cast<int64_t>(v)}, 0, device);
+}
+
+Node index_const(int64_t v) { return make_node(Op::CONST, kIndex, {}, {v}); }
+
+std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
+  std::vector<const NodeData*> order;
+  std::unordered_set<const NodeData*> seen;
+  std::vector<std::pair<const NodeData*, size_t>> stack;
+  for (const Node& r : roots) {
+    if (!r || !seen.insert(r.get()).second) continue;
+    stack.push_back({r.get(), 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next < n->src.size()) {
+        const NodeData* c = n->src[next++].get();
+        if (seen.insert(c).second) stack.push_back({c, 0});
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+std::string to_string(const Node& root) {
+  std::vector<const NodeData*> order = toposort({root});
+  std::unordered_map<const NodeData*, size_t> id;
+  std::ostringstream os;
+  for (const NodeData* n : order) {
+    const size_t k = id.size();
+    id[n] = k;
+    os << "%" << k << " = " << op_name(n->op) << "." << dtype_name(n->dtype);
+    if (!n->src.empty()) {
+      os << " (";
+      for (size_t j = 0; j < n->src.size(); ++j) os << (j ? ", %" : "%") << id[n->src[j].get()];
+      os << ")";
+    }
+    if (!n->i.empty()) {
+      os << " [";
+      for (size_t j = 0; j < n->i.size(); ++j) os << (j ? ", " : "") << n->i[j];
+      os << "]";
+    }
+    if (n->op == Op::CONST && is_float(n->dtype)) os << " " << n->f;
+    if (!n->s.empty()) os << " '" << n->s << "'";
+    if (!n->shape.empty()) {
+      os << " shape=(";
+      for (size_t j = 0; j < n->shape.size(); ++j) os << (j ? "," : "") << n->shape[j];
+      os << ")";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace hcq::fw

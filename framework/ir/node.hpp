@@ -1,0 +1,80 @@
+// NodeData: one node of the IR, hash-consed. Building a node returns the existing object when a structurally equal
+// one is alive, so equality is a pointer compare, and a node's hash is computed once. Nodes are immutable and
+// shared (Node = shared_ptr); the intern table holds them weakly, so a graph nobody uses is freed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "framework/ir/ops.hpp"
+#include "hcq/dtype.hpp"
+#include "hcq/tensor.hpp"
+
+namespace hcq {
+class Buffer;
+}
+
+namespace hcq::fw {
+
+struct NodeData;
+using Node = std::shared_ptr<const NodeData>;
+
+// The integer type of index arithmetic inside kernels (rendered as int64_t).
+inline constexpr DType kIndex = DType::int64;
+
+struct NodeData {
+  // ---- identity: what hash-consing compares
+  Op op;
+  DType dtype;
+  std::vector<Node> src;
+  std::vector<int64_t> i;  // integer arguments (axes, shapes, ids, integer constants)
+  double f = 0;            // a float constant (compared bitwise)
+  std::string s;           // a device or kernel name
+
+  // ---- derived from the identity when the node is made
+  size_t hash = 0;
+  Shape shape;             // tensor-level nodes: the shape; kernel-level: empty
+  int64_t vmin = 0, vmax = 0;  // bounds of integer kernel-level values (index arithmetic); 0, 0 otherwise
+  // BUFFER only: the memory (created with the node; allocated when first used).
+  std::shared_ptr<Buffer> payload;
+
+  // ---- set once, when a lazy tensor-level node is realized: the node (a BUFFER view) that now holds its value.
+  // Later graphs that still contain this node read that buffer instead of recomputing it.
+  Node realized() const;
+  void set_realized(Node n) const;
+
+  const std::string& device() const;  // tensor level: the device of the value
+  bool is_const(double v) const;      // a CONST of this value
+  double const_value() const;         // CONST: the value as a double
+
+  ~NodeData();
+
+ private:
+  mutable std::mutex realized_mu_;
+  mutable Node realized_;
+  friend Node make_node(Op, DType, std::vector<Node>, std::vector<int64_t>, double, std::string,
+                        std::shared_ptr<Buffer>);
+};
+
+// The one constructor: returns the live node equal to (op, dtype, src, i, f, s), or makes it. A BUFFER's payload
+// is not part of its identity (its id is).
+Node make_node(Op op, DType dtype, std::vector<Node> src = {}, std::vector<int64_t> i = {}, double f = 0,
+               std::string s = {}, std::shared_ptr<Buffer> payload = nullptr);
+
+// Number of live nodes (tests: a graph nobody holds is freed).
+size_t live_node_count();
+
+// ---- shorthands for kernel-level building (no simplification: see symbolic.hpp for that)
+Node const_node(DType t, double v, const std::string& device = {});
+Node index_const(int64_t v);
+
+// A readable one-line-per-node print of a graph (HCQ_DEBUG=5, errors, tests).
+std::string to_string(const Node& root);
+
+// Every node reachable from `roots`, each once, sources before users.
+std::vector<const NodeData*> toposort(const std::vector<Node>& roots);
+
+}  // namespace hcq::fw

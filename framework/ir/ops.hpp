@@ -1,0 +1,43 @@
+// The operations of the one IR. Tensor graphs, kernel ASTs and the index arithmetic inside kernels are all nodes of
+// these ops (framework.md, contract 1); the groups below say where each one appears.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace hcq::fw {
+
+enum class Op : uint8_t {
+  // ---- leaves
+  CONST,   // value in NodeData::f (floats) or i[0] (integers, bool); tensor level: s = device, shape ()
+  BUFFER,  // tensor level: a realized buffer, 1-d of i[1] elements; i[0] = unique id; s = device; payload = memory
+  PARAM,   // after callify: the i[0]-th buffer of a schedule's call, 1-d of i[1] elements; s = device
+  // ---- movement (tensor level; i = the op's argument, see tensor/movement.cpp)
+  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  // ---- tensor-level structure
+  REDUCE_AXIS,  // i[0] = the reduce op (an Op: ADD, MUL, MAX), i[1..] = axes; keeps the reduced dims as size 1
+  CONTIGUOUS,   // realize here
+  ASSIGN,       // src = (target, value): store value into target's buffer
+  COPY,         // src = (value); s = the destination device
+  SINK,         // groups several roots; no value
+  // ---- elementwise (every level)
+  CAST, BITCAST,
+  NEG, EXP, EXP2, LOG, LOG2, SIN, COS, SQRT, RECIPROCAL, TRUNC,  // unary
+  ADD, SUB, MUL, FDIV, IDIV, MOD, MAX, MIN, POW, CMPLT, CMPEQ, CMPNE, AND, OR, XOR, SHL, SHR,  // binary
+  WHERE,  // (cond, a, b)
+  // ---- kernel level
+  RANGE,   // a loop variable: i[0] = id, i[1] = extent; dtype index; i[2] = 1 for a reduce range
+  LOAD,    // (PARAM, index[, gate]): the element at index of a kernel buffer; with a gate, 0 where it is false
+  STORE,   // (PARAM, index, value)
+  REDUCE,  // (value, ranges...): i[0] = the reduce op, accumulated over the ranges
+  KERNEL,  // (STOREs...): a kernel's AST; s = its name
+};
+
+std::string_view op_name(Op op);
+bool is_unary(Op op);
+bool is_binary(Op op);
+bool is_elementwise(Op op);  // unary, binary, WHERE, CAST, BITCAST
+bool is_movement(Op op);
+bool is_comparison(Op op);
+
+}  // namespace hcq::fw

@@ -1,0 +1,98 @@
+#include "framework/ir/rewrite.hpp"
+
+#include "hcq/error.hpp"
+
+namespace hcq::fw {
+
+RuleSet& RuleSet::on(Op op, Rule r) {
+  const size_t k = static_cast<size_t>(op);
+  if (by_op_.size() <= k) by_op_.resize(k + 1);
+  by_op_[k].push_back(std::move(r));
+  return *this;
+}
+
+RuleSet& RuleSet::on_any(Rule r) {
+  any_.push_back(std::move(r));
+  return *this;
+}
+
+Node RuleSet::apply(const Node& n) const {
+  const size_t k = static_cast<size_t>(n->op);
+  if (k < by_op_.size())
+    for (const Rule& r : by_op_[k])
+      if (Node out = r(n)) return out;
+  for (const Rule& r : any_)
+    if (Node out = r(n)) return out;
+  return nullptr;
+}
+
+Node rewrite(const Node& root, const RuleSet& rules) {
+  RewriteMemo memo;
+  return rewrite(root, rules, memo);
+}
+
+Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
+  auto& memo = m.map;
+  // Iterative post-order, so deep graphs (a chain of thousands of ops) do not exhaust the stack. A frame rewrites
+  // `n`; when a rule replaces it, the frame goes on with the replacement, and every node it went through (`seen`)
+  // maps to the final result.
+  struct Frame {
+    Node n;
+    size_t next = 0;
+    int rounds = 0;
+    std::vector<Node> seen;
+  };
+  std::vector<Frame> stack;
+  stack.push_back(Frame{root, 0, 0, {}});
+  Node result;
+  auto finish = [&](Node r) {
+    Frame& fr = stack.back();
+    memo[fr.n.get()] = r;
+    m.keep.push_back(fr.n);
+    for (Node& s : fr.seen) {
+      memo[s.get()] = r;
+      m.keep.push_back(std::move(s));  // a key must outlive the memo, or a new node at its address would hit
+    }
+    result = std::move(r);
+    stack.pop_back();
+  };
+  while (!stack.empty()) {
+    Frame& fr = stack.back();
+    if (fr.next == 0)
+      if (auto it = memo.find(fr.n.get()); it != memo.end()) {
+        finish(it->second);
+        continue;
+      }
+    if (fr.next < fr.n->src.size()) {
+      const Node& c = fr.n->src[fr.next++];
+      if (!memo.count(c.get())) stack.push_back(Frame{c, 0, 0, {}});
+      continue;
+    }
+    // The sources are rewritten: rebuild with them, then try the rules.
+    std::vector<Node> src;
+    src.reserve(fr.n->src.size());
+    bool changed = false;
+    for (const Node& c : fr.n->src) {
+      src.push_back(memo.at(c.get()));
+      changed |= src.back() != c;
+    }
+    Node cur = changed ? make_node(fr.n->op, fr.n->dtype, std::move(src), fr.n->i, fr.n->f, fr.n->s, fr.n->payload)
+                       : fr.n;
+    Node out = rules.apply(cur);
+    if (!out) {
+      if (cur != fr.n) fr.seen.push_back(cur);
+      finish(cur);
+      continue;
+    }
+    if (++fr.rounds > 10000)
+      throw InvalidArgument(cat("rewrite: no fixed point after 10000 rewrites of a ", op_name(fr.n->op),
+                                " node (two rules undo each other)"));
+    fr.seen.push_back(fr.n);
+    if (cur != fr.n) fr.seen.push_back(cur);
+    fr.n = std::move(out);
+    fr.next = 0;
+  }
+  return result;
+}
+
+}  // namespace hcq::fw
