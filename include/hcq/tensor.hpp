@@ -268,6 +268,13 @@ constexpr DType Tensor::host_dtype() {
   else static_assert(sizeof(T) == 0, "no hcq dtype for this host type");
 }
 
+// What the framework did since the process started (tests, tools; like tinygrad's GlobalCounters): kernels
+// launched, device copies, schedules built (cache misses) and reused (hits), kernels compiled (not from a cache).
+struct FrameworkCounters {
+  uint64_t kernels = 0, copies = 0, schedule_misses = 0, schedule_hits = 0, compiles = 0;
+};
+FrameworkCounters framework_counters();
+
 // Operators, so expressions read as they do in tinygrad.
 inline Tensor operator-(const Tensor& a) { return a.neg(); }
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
