@@ -3,6 +3,7 @@
 // device in order (kernels on the compute path of the timeline, copies through the device's copy path).
 #include "framework/engine/realize.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -83,7 +84,37 @@ const Node& buffer_of(const Node& view) { return view->op == Op::RESHAPE ? view-
 
 void print_debug_graph(const char* title, const Node& n) { std::fprintf(stderr, "%s\n%s", title, to_string(n).c_str()); }
 
+// The schedule of a callified graph: from the cache, or built and cached.
+std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, bool* hit) {
+  std::shared_ptr<const Schedule> sched;
+  {
+    std::lock_guard lock(g_cache_mu);
+    if (auto it = schedule_cache().find(call.sink.get()); it != schedule_cache().end()) sched = it->second.schedule;
+  }
+  *hit = sched != nullptr;
+  if (sched) {
+    g_hits.fetch_add(1);
+    return sched;
+  }
+  if (debug >= 5) print_debug_graph("HCQ_DEBUG: graph to schedule (parameterised)", call.sink);
+  sched = build_schedule(call.sink);
+  g_misses.fetch_add(1);
+  if (debug >= 5)
+    for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
+  std::lock_guard lock(g_cache_mu);
+  if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
+  schedule_cache().emplace(call.sink.get(), CacheEntry{call.sink, sched});
+  return sched;
+}
+
 }  // namespace
+
+size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
+  Callified call = Callify().run(roots);
+  std::shared_ptr<const Schedule> sched = find_or_build(call, 0, hit);
+  return static_cast<size_t>(std::count_if(sched->steps.begin(), sched->steps.end(),
+                                           [](const Step& st) { return st.kind == Step::Kind::kernel; }));
+}
 
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
   std::shared_ptr<Buffer> mem;
@@ -112,23 +143,8 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
   const auto t0 = std::chrono::steady_clock::now();
   Callified call = Callify().run(todo);
-  std::shared_ptr<const Schedule> sched;
-  {
-    std::lock_guard lock(g_cache_mu);
-    if (auto it = schedule_cache().find(call.sink.get()); it != schedule_cache().end()) sched = it->second.schedule;
-  }
-  if (sched) {
-    g_hits.fetch_add(1);
-  } else {
-    if (debug >= 5) print_debug_graph("HCQ_DEBUG: graph to schedule (parameterised)", call.sink);
-    sched = build_schedule(call.sink);
-    g_misses.fetch_add(1);
-    if (debug >= 5)
-      for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
-    std::lock_guard lock(g_cache_mu);
-    if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
-    schedule_cache().emplace(call.sink.get(), CacheEntry{call.sink, sched});
-  }
+  bool hit = false;
+  std::shared_ptr<const Schedule> sched = find_or_build(call, debug, &hit);
   const auto t1 = std::chrono::steady_clock::now();
 
   // Bind the slots.
@@ -186,10 +202,10 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   }
   if (debug >= 1) {
     const auto t2 = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "HCQ_DEBUG: realize: %zu kernels, %zu steps, schedule %s %.1f us, run %.1f us\n",
+    std::fprintf(stderr, "HCQ_DEBUG: realize: %zu kernels, %zu steps, schedule (%s) %.1f us, run %.1f us\n",
                  static_cast<size_t>(std::count_if(s.steps.begin(), s.steps.end(),
                                                    [](const Step& st) { return st.kind == Step::Kind::kernel; })),
-                 s.steps.size(), sched ? "" : "", std::chrono::duration<double, std::micro>(t1 - t0).count(),
+                 s.steps.size(), hit ? "hit" : "miss", std::chrono::duration<double, std::micro>(t1 - t0).count(),
                  std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
 
