@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "framework/engine/compile.hpp"
+#include "framework/engine/submit.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/realize_map.hpp"
 #include "framework/schedule/schedule.hpp"
@@ -169,9 +170,15 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
   }
 
-  // Run.
+  // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.
+  std::unique_ptr<KernelBatch> batch;
+  auto flush = [&] {
+    if (batch) batch->submit();
+    batch.reset();
+  };
   for (const Step& st : s.steps) {
     if (st.kind == Step::Kind::copy) {
+      flush();
       bufs[st.slots[0]]->copy_from(*bufs[st.slots[1]]);
       g_copies.fetch_add(1);
       continue;
@@ -185,9 +192,10 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
     for (size_t j = 0; j < st.slots.size(); ++j) addrs[j] = bufs[st.slots[j]] ? bufs[st.slots[j]]->va() : 0;
     const Program& prog = *st.kernel->program;
+    const std::span<const uint64_t> args(addrs, st.slots.size());
     if (debug >= 2) {
-      const std::optional<double> secs = prog(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global,
-                                              st.local, true);
+      flush();
+      const std::optional<double> secs = prog(args, {}, st.global, st.local, true);
       const double us = secs.value_or(0) * 1e6;
       const RenderedKernel& rk = st.kernel->rendered;
       std::fprintf(stderr, "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s\n",
@@ -196,10 +204,13 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
                    us > 0 ? rk.flops / us / 1e3 : 0.0);
       if (debug >= 4) std::fprintf(stderr, "%s\n", rk.source.c_str());
     } else {
-      prog.launch(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global, st.local);
+      if (batch && batch->device().name() != st.device) flush();
+      if (!batch) batch = std::make_unique<KernelBatch>(prog.device());
+      batch->add(prog, args, st.global, st.local);
     }
     g_kernels.fetch_add(1);
   }
+  flush();
   if (debug >= 1) {
     const auto t2 = std::chrono::steady_clock::now();
     std::fprintf(stderr, "HCQ_DEBUG: realize: %zu kernels, %zu steps, schedule (%s) %.1f us, run %.1f us\n",
