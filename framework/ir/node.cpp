@@ -156,6 +156,27 @@ std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
   return order;
 }
 
+std::vector<Node> toposort_nodes(const std::vector<Node>& roots) {
+  std::vector<Node> order;
+  std::unordered_set<const NodeData*> seen;
+  std::vector<std::pair<Node, size_t>> stack;
+  for (const Node& r : roots) {
+    if (!r || !seen.insert(r.get()).second) continue;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next < n->src.size()) {
+        const Node& c = n->src[next++];
+        if (seen.insert(c.get()).second) stack.push_back({c, 0});
+      } else {
+        order.push_back(std::move(n));
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
 std::string to_string(const Node& root) {
   std::vector<const NodeData*> order = toposort({root});
   std::unordered_map<const NodeData*, size_t> id;
@@ -169,7 +190,13 @@ std::string to_string(const Node& root) {
       for (size_t j = 0; j < n->src.size(); ++j) os << (j ? ", %" : "%") << id[n->src[j].get()];
       os << ")";
     }
-    if (!n->i.empty()) {
+    if (n->op == Op::REDUCE_AXIS || n->op == Op::REDUCE) {
+      os << " [" << op_name(static_cast<Op>(n->i[0]));
+      for (size_t j = 1; j < n->i.size(); ++j) os << (j == 1 ? ", axes " : " ") << n->i[j];
+      os << "]";
+    } else if (n->op == Op::RANGE) {
+      os << " [r" << n->i[0] << " 0.." << n->i[1] << (n->i[2] ? " reduce]" : "]");
+    } else if (!n->i.empty()) {
       os << " [";
       for (size_t j = 0; j < n->i.size(); ++j) os << (j ? ", " : "") << n->i[j];
       os << "]";
