@@ -23,7 +23,7 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
 
-Node range(int64_t id, int64_t extent) { return make_node(Op::RANGE, kIndex, {}, {id, extent}); }
+Node range(int64_t id, int64_t extent) { return make_node(Op::RANGE, kIndex, {}, {id, extent, 0}); }
 Node c(int64_t v) { return index_const(v); }
 Node raw(Op op, const Node& a, const Node& b) { return make_node(op, kIndex, {a, b}); }
 Node raw(Op op, const Node& a, int64_t b) { return raw(op, a, c(b)); }
