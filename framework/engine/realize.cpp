@@ -32,8 +32,17 @@ struct CacheEntry {
   std::shared_ptr<const Schedule> schedule;
 };
 std::mutex g_cache_mu;
-std::unordered_map<const NodeData*, CacheEntry>& schedule_cache() {
-  static auto* c = new std::unordered_map<const NodeData*, CacheEntry>();
+// Keyed by the parameterised graph and the code generator's options (HCQ_NOOPT changes the kernels).
+struct CacheKey {
+  const NodeData* sink;
+  bool noopt;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const { return k.sink->hash * 2 + (k.noopt ? 1 : 0); }
+};
+std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>& schedule_cache() {
+  static auto* c = new std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>();
   return *c;
 }
 constexpr size_t kMaxCachedSchedules = 4096;
@@ -88,9 +97,10 @@ void print_debug_graph(const char* title, const Node& n) { std::fprintf(stderr, 
 // The schedule of a callified graph: from the cache, or built and cached.
 std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, bool* hit) {
   std::shared_ptr<const Schedule> sched;
+  const CacheKey key{call.sink.get(), knobs::noopt()};
   {
     std::lock_guard lock(g_cache_mu);
-    if (auto it = schedule_cache().find(call.sink.get()); it != schedule_cache().end()) sched = it->second.schedule;
+    if (auto it = schedule_cache().find(key); it != schedule_cache().end()) sched = it->second.schedule;
   }
   *hit = sched != nullptr;
   if (sched) {
@@ -104,7 +114,7 @@ std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, 
     for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
   std::lock_guard lock(g_cache_mu);
   if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
-  schedule_cache().emplace(call.sink.get(), CacheEntry{call.sink, sched});
+  schedule_cache().emplace(key, CacheEntry{call.sink, sched});
   return sched;
 }
 
