@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "framework/codegen/c_prelude.hpp"
 #include "framework/codegen/render.hpp"
@@ -252,7 +253,7 @@ class CRenderer {
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
     const std::string& name = names_.at(n);
     if (n == lane_) return "(" + name + " + u)";
-    return in_lane(n) ? name + "[u]" : name;
+    return in_lane(n) && !inline_.count(n) ? name + "[u]" : name;
   }
 
   // The ranges a node depends on (sorted ids), minus the ranges a REDUCE consumes.
@@ -286,6 +287,13 @@ class CRenderer {
   }
 
   std::string define(const NodeData* n, const std::string& type, const std::string& expr) {
+    if (in_lane(n) && n->dtype == kIndex && (n->op == Op::ADD || n->op == Op::MUL)) {
+      // Lane index arithmetic stays an expression of u, so clang sees b[base + u] as one contiguous vector load
+      // (an array of indices would turn it into a gather).
+      names_[n] = "(" + expr + ")";
+      inline_.insert(n);
+      return names_[n];
+    }
     const std::string v = tag("v", next_var_++);
     if (in_lane(n))
       scope_of(n)->lines.push_back(type + " " + v + tag("[", upcast_) + "]; " + lane_prefix(n) + v + "[u] = " + expr + ";");
@@ -325,7 +333,10 @@ class CRenderer {
       const std::string v = tag("r", r->i[0]);
       auto* s = new Scope{cur, cur->depth + 1, {}, {}};
       owned_.emplace_back(s);
-      s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      // With upcast lanes the vectors are across the lanes: left alone, clang would vectorise this loop instead
+      // (with gathers across the reduce axis).
+      s->header = std::string(lane_ ? "_Pragma(\"clang loop vectorize(disable)\") " : "") + "for (int64_t " + v +
+                  " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
       range_scope_[r] = s;
       names_[r] = v;
       cur = s;
@@ -432,6 +443,7 @@ class CRenderer {
   TargetFacts facts_;
   Scope root_;
   const NodeData* lane_ = nullptr;  // the upcast output range, if any
+  std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
