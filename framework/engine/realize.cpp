@@ -41,9 +41,11 @@ struct CacheKey {
 struct CacheKeyHash {
   size_t operator()(const CacheKey& k) const { return k.sink->hash * 2 + (k.noopt ? 1 : 0); }
 };
+// Made at the first realize, after the registry, so destroyed before it at exit (its kernels' programs unload
+// while their devices live).
 std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>& schedule_cache() {
-  static auto* c = new std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>();
-  return *c;
+  static std::unordered_map<CacheKey, CacheEntry, CacheKeyHash> c;
+  return c;
 }
 constexpr size_t kMaxCachedSchedules = 4096;
 

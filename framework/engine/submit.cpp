@@ -16,9 +16,22 @@ struct InFlight {
   std::unique_ptr<HWQueue> queue;
 };
 std::mutex g_mu;
+// Made at the first submission, after the registry (which opened the device), so it is destroyed before the
+// registry at exit: what is still in flight is waited for and its queues are destroyed while the devices live.
+struct InFlightList {
+  std::deque<InFlight> q;
+  ~InFlightList() {
+    for (InFlight& f : q) {
+      try {
+        f.done.wait();
+      } catch (...) {
+      }
+    }
+  }
+};
 std::deque<InFlight>& in_flight() {
-  static auto* q = new std::deque<InFlight>();  // never destroyed: the devices may be gone by then
-  return *q;
+  static InFlightList list;
+  return list.q;
 }
 constexpr size_t kMaxInFlight = 256;
 
