@@ -3,6 +3,8 @@
 
 
 #include "framework/engine/compile.hpp"
+#include "hcq/device.hpp"
+#include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
@@ -65,6 +67,18 @@ TEST(FrameworkErrors, OutOfMemoryNamesDeviceSizeAndBytesInUse) {
   // The bytes in use vary with what earlier tests left in the allocator's cache: the message's fixed parts.
   EXPECT_EQ(msg.substr(0, 54), "CPU:0: out of memory allocating 140737488355328 bytes ") << msg;
   EXPECT_NE(msg.find(" bytes in use, "), std::string::npos) << msg;
+}
+
+// A device fault is sticky: reading a tensor of that device rethrows it (with the device's own context) instead of
+// returning whatever is in memory. CPU:1, so the other tests' device stays healthy.
+TEST(FrameworkErrors, ReadingATensorOfAFaultedDeviceRethrowsTheFault) {
+  Tensor t = (Tensor::arange(8, 16, 1, "CPU:1") * 2).realize();
+  EXPECT_EQ(t.data<int32_t>()[0], 16);
+  open_device("CPU:1").record_error(std::make_exception_ptr(DeviceFault("CPU:1: kernel E_8 faulted (test)")));
+  // The device appends where it wrote the hang bundle (a temporary directory under hcq-tests).
+  const std::string want = "CPU:1: kernel E_8 faulted (test); hang bundle: ";
+  EXPECT_EQ(message_of<DeviceFault>([&] { (void)t.data<int32_t>(); }).substr(0, want.size()), want);
+  EXPECT_EQ(message_of<DeviceFault>([&] { (void)(t + 1).data<int32_t>(); }).substr(0, want.size()), want);
 }
 
 TEST(FrameworkErrors, EmptyTensor) {
