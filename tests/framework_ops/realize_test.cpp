@@ -29,7 +29,7 @@ TEST(TensorOpsRealize, SeveralTensorsInOneSchedule) {
   EXPECT_TRUE(matches(a, F32, ref::map(s, [](double v) { return 2 * v; }), kExact));
   EXPECT_TRUE(matches(b, F32, ref::sum(s, {1}, false), kExact));
   EXPECT_TRUE(matches(c, F32, ref::max(s, {}, false), kExact));
-  // The shared part is realised by neither: it is still a lazy value and reads correctly on its own.
+  // The part the three share reads correctly on its own afterwards, whether the schedule kept it or fused it away.
   EXPECT_TRUE(matches(shared, F32, s, kExact));
 }
 
