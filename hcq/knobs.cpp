@@ -93,6 +93,15 @@ unsigned cpu_threads() {
   return cores == 0 ? 1 : cores;  // 0 means "unknown"
 }
 
+int debug() {
+  auto n = number("HCQ_DEBUG");
+  if (!n) return 0;
+  if (*n > 7) throw InvalidArgument(cat("HCQ_DEBUG=", *n, " is outside 0..7"));
+  return static_cast<int>(*n);
+}
+
+bool noopt() { return env("HCQ_NOOPT").value_or("0") == "1"; }
+
 std::string cpu_cc() {
   if (auto cc = env("HCQ_CC")) return *cc;
   return executable_on_path("clang-19") ? "clang-19" : "clang";

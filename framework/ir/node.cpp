@@ -156,6 +156,27 @@ std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
   return order;
 }
 
+std::vector<Node> toposort_nodes(const std::vector<Node>& roots) {
+  std::vector<Node> order;
+  std::unordered_set<const NodeData*> seen;
+  std::vector<std::pair<Node, size_t>> stack;
+  for (const Node& r : roots) {
+    if (!r || !seen.insert(r.get()).second) continue;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next < n->src.size()) {
+        const Node& c = n->src[next++];
+        if (seen.insert(c.get()).second) stack.push_back({c, 0});
+      } else {
+        order.push_back(std::move(n));
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
 std::string to_string(const Node& root) {
   std::vector<const NodeData*> order = toposort({root});
   std::unordered_map<const NodeData*, size_t> id;

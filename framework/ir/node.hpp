@@ -76,5 +76,7 @@ std::string to_string(const Node& root);
 
 // Every node reachable from `roots`, each once, sources before users.
 std::vector<const NodeData*> toposort(const std::vector<Node>& roots);
+// The same, as owning handles.
+std::vector<Node> toposort_nodes(const std::vector<Node>& roots);
 
 }  // namespace hcq::fw

@@ -11,8 +11,11 @@ enum class Op : uint8_t {
   // ---- leaves
   CONST,   // value in NodeData::f (floats) or i[0] (integers, bool); tensor level: s = device, shape ()
   BUFFER,  // tensor level: a realized buffer, 1-d of i[1] elements; i[0] = unique id; s = device; payload = memory
-  PARAM,   // after callify: the i[0]-th buffer of a schedule's call, 1-d of i[1] elements; s = device
-  // ---- movement (tensor level; i = the op's argument, see tensor/movement.cpp)
+  PARAM,   // after callify: the i[0]-th buffer of a schedule's call, 1-d of i[1] elements; s = device. In a
+           // kernel (s empty): the kernel's i[0]-th buffer argument
+  INDEX,   // tensor level: 1-d of i[0] elements whose value is the element's index (arange, rand, masks); s = device
+  // ---- movement (tensor level). i: RESHAPE, EXPAND the new shape; PERMUTE the order; PAD (before, after) per
+  // dim, f = the value outside; SHRINK (start, end) per dim; FLIP 0/1 per dim
   RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
   // ---- tensor-level structure
   REDUCE_AXIS,  // i[0] = the reduce op (an Op: ADD, MUL, MAX), i[1..] = axes; keeps the reduced dims as size 1

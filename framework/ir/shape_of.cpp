@@ -12,6 +12,7 @@ Shape shape_of(const NodeData& n) {
   switch (n.op) {
     case Op::BUFFER:
     case Op::PARAM: return {n.i.at(1)};
+    case Op::INDEX: return {n.i.at(0)};
     case Op::RESHAPE:
     case Op::EXPAND: return n.i;
     case Op::PERMUTE: {

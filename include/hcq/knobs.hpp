@@ -33,4 +33,11 @@ std::string bundle_dir();
 // HCQ_BUNDLE_MAX: hang bundles one process writes at most (default 16, capped at 2^20). At each bundle.
 unsigned bundle_max();
 
+// HCQ_DEBUG: what the framework prints to stderr at each realize (docs/knobs.md): 1 kernel count and time, 2 each
+// kernel (name, device, global/local, time, GB/s, GFLOP/s), 4 also the generated source, 5 also the graph before
+// and after scheduling. 0 (default) prints nothing. Read at each realize.
+int debug();
+// HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup).
+bool noopt();
+
 }  // namespace hcq::knobs

@@ -233,9 +233,15 @@ class Tensor {
   // uint32_t, int64_t, float16_t, bfloat16_t, float); tolist() converts any dtype to double.
   template <class T>
   std::vector<T> data() const {
-    std::vector<T> out(static_cast<size_t>(numel()));
-    read_into(std::as_writable_bytes(std::span<T>(out)), host_dtype<T>());
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: read bytes, then convert
+      std::vector<uint8_t> raw(static_cast<size_t>(numel()));
+      read_into(std::as_writable_bytes(std::span<uint8_t>(raw)), DType::bool_);
+      return std::vector<bool>(raw.begin(), raw.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(numel()));
+      read_into(std::as_writable_bytes(std::span<T>(out)), host_dtype<T>());
+      return out;
+    }
   }
   std::vector<double> tolist() const;
   // The scalar of a one-element tensor, as double.

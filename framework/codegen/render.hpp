@@ -1,0 +1,32 @@
+// Code generation: a kernel AST (lower.hpp) becomes source for one target family, with its launch shape and a
+// name that says its shape (E_ elementwise, r_ reduce, then the output extents and the reduce extents).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "framework/ir/node.hpp"
+
+namespace hcq::fw {
+
+struct RenderedKernel {
+  std::string name;    // a C identifier, e.g. "r_64_32"
+  std::string source;  // a whole translation unit for the target's compiler (after the HCQ kernel ABI prelude)
+  std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
+  uint32_t num_bufs = 0;
+  double flops = 0;    // per launch, for HCQ_DEBUG=2
+  double bytes = 0;    // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
+};
+
+// What the renderer needs to know of the device.
+struct TargetFacts {
+  unsigned workers = 1;  // CPU device: threads that run workgroups in parallel
+  bool optimize = true;  // false under HCQ_NOOPT=1
+};
+
+// C for the CPU device (clang, the HCQ kernel ABI's host section): ranges become loops, reduces accumulators, the
+// outermost output loop is split over workgroups (one per worker), loop-invariant values are hoisted.
+RenderedKernel render_c(const Node& kernel, const TargetFacts& facts);
+
+}  // namespace hcq::fw

@@ -1,0 +1,363 @@
+// The C renderer for the CPU device. Values are emitted once each (the IR is hash-consed, so a shared subtree is
+// one variable), at the outermost loop where all the ranges they depend on exist: a load that does not depend on a
+// reduce range is read before the reduce loop, not in it.
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+#include "framework/codegen/c_prelude.hpp"
+#include "framework/codegen/render.hpp"
+#include "framework/ir/shape_of.hpp"
+#include "framework/schedule/lower.hpp"
+#include "hcq/error.hpp"
+
+namespace hcq::fw {
+namespace {
+
+const char* storage_type(DType t) {
+  switch (t) {
+    case DType::bool_: return "_Bool";
+    case DType::int8: return "int8_t";
+    case DType::uint8: return "uint8_t";
+    case DType::int32: return "int32_t";
+    case DType::uint32: return "uint32_t";
+    case DType::int64: return "int64_t";
+    case DType::float16:
+    case DType::bfloat16: return "uint16_t";
+    case DType::float32: return "float";
+  }
+  return "?";
+}
+
+// Half types are computed in float and rounded after every op, so results match per-op half arithmetic.
+const char* value_type(DType t) { return t == DType::float16 || t == DType::bfloat16 ? "float" : storage_type(t); }
+
+std::string round_half(DType t, const std::string& e) {
+  if (t == DType::float16) return "hcq_rh(" + e + ")";
+  if (t == DType::bfloat16) return "hcq_rb(" + e + ")";
+  return e;
+}
+
+std::string literal(DType t, double v) {
+  if (is_float(t)) {
+    if (std::isnan(v)) return "__builtin_nanf(\"\")";
+    if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
+    return buf[0] == '-' ? std::string("(") + buf + ")" : buf;
+  }
+  if (t == DType::bool_) return v != 0 ? "1" : "0";
+  if (t == DType::uint32 || t == DType::uint8) return std::to_string(static_cast<uint64_t>(v)) + "u";
+  const int64_t i = static_cast<int64_t>(v);
+  if (i == INT64_MIN) return "(-9223372036854775807LL-1)";
+  return i < 0 ? "(" + std::to_string(i) + "LL)" : std::to_string(i) + "LL";
+}
+
+// The suffix of the prelude's integer helpers for a dtype.
+const char* int_suffix(DType t) {
+  switch (t) {
+    case DType::int8: return "i8";
+    case DType::uint8: return "u8";
+    case DType::int32: return "i32";
+    case DType::uint32: return "u32";
+    default: return "i64";
+  }
+}
+
+// Signed 32-bit arithmetic that may overflow is done in unsigned, which wraps (signed overflow is undefined in C).
+std::string wrap_int(DType t, const std::string& a, char op, const std::string& b) {
+  if (t == DType::int32) return "(int32_t)((uint32_t)" + a + " " + op + " (uint32_t)" + b + ")";
+  if (t == DType::int8 || t == DType::uint8) return std::string("(") + storage_type(t) + ")(" + a + " " + op + " " + b + ")";
+  return "(" + a + " " + op + " " + b + ")";
+}
+
+// prefix + number, built without operator+ on a literal (GCC 12 warns falsely on that at -O3: -Wrestrict).
+std::string tag(const char* prefix, int64_t n) {
+  std::string s(prefix);
+  s += std::to_string(n);
+  return s;
+}
+
+struct Scope {
+  Scope* parent = nullptr;
+  int depth = 0;
+  std::string header;
+  std::vector<std::string> lines;
+};
+
+class CRenderer {
+ public:
+  explicit CRenderer(const TargetFacts& facts) : facts_(facts) {}
+
+  RenderedKernel render(const Node& kernel) {
+    const Node& store = kernel->src.at(0);
+    // Output ranges: the RANGEs of the store's index, by id.
+    std::vector<const NodeData*> out_ranges;
+    for (const NodeData* n : toposort({store->src[1]}))
+      if (n->op == Op::RANGE && n->i[2] == 0) out_ranges.push_back(n);
+    std::sort(out_ranges.begin(), out_ranges.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
+
+    RenderedKernel rk;
+    rk.num_bufs = 0;
+    std::vector<const NodeData*> params;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::PARAM) params.push_back(n);
+    std::sort(params.begin(), params.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
+    rk.num_bufs = static_cast<uint32_t>(params.size());
+    for (const NodeData* p : params) rk.bytes += static_cast<double>(p->i[1]) * dtype_size(p->dtype);
+
+    // Name: E_ or r_, the output extents, then the reduce extents.
+    std::vector<int64_t> reduce_extents;
+    bool has_reduce = false;
+    double alu_ops = 0;
+    for (const NodeData* n : toposort({kernel})) {
+      if (n->op == Op::REDUCE) has_reduce = true;
+      if (n->op == Op::RANGE && n->i[2] == 1) reduce_extents.push_back(n->i[1]);
+      if (is_elementwise(n->op) && n->op != Op::CAST && n->op != Op::BITCAST && is_float(n->dtype)) alu_ops += 1;
+      if (n->op == Op::REDUCE && is_float(n->dtype)) alu_ops += 1;
+    }
+    rk.name = has_reduce ? "r" : "E";
+    for (const NodeData* r : out_ranges) rk.name += tag("_", r->i[1]);
+    for (int64_t e : reduce_extents) rk.name += tag("_", e);
+    if (out_ranges.empty() && reduce_extents.empty()) rk.name += "_1";
+    double iterations = 1;
+    for (const NodeData* r : out_ranges) iterations *= static_cast<double>(r->i[1]);
+    for (int64_t e : reduce_extents) iterations *= static_cast<double>(e);
+    rk.flops = iterations * alu_ops;
+
+    // Workgroups: the outermost output loop split over the CPU device's workers when there is enough work.
+    double work = 1;
+    for (const NodeData* r : out_ranges) work *= static_cast<double>(r->i[1]);
+    for (int64_t e : reduce_extents) work *= static_cast<double>(e);
+    uint32_t groups = 1;
+    if (facts_.optimize && !out_ranges.empty() && work >= 32768)
+      groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
+    rk.global = {groups, 1, 1};
+
+    // Open the output loops.
+    Scope* cur = &root_;
+    for (size_t k = 0; k < out_ranges.size(); ++k) {
+      const NodeData* r = out_ranges[k];
+      const std::string v = tag("r", r->i[0]);
+      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
+      owned_.emplace_back(s);
+      if (k == 0 && groups > 1) {
+        const int64_t chunk = (r->i[1] + groups - 1) / groups;
+        root_.lines.push_back("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(chunk) + ";");
+        root_.lines.push_back("const int64_t hi = lo + " + std::to_string(chunk) + " < " + std::to_string(r->i[1]) +
+                              " ? lo + " + std::to_string(chunk) + " : " + std::to_string(r->i[1]) + ";");
+        s->header = "for (int64_t " + v + " = lo; " + v + " < hi; ++" + v + ") {";
+      } else {
+        s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      }
+      range_scope_[r] = s;
+      names_[r] = v;
+      cur = s;
+    }
+    const std::string idx = emit(store->src[1]);
+    const std::string val = emit(store->src[2]);
+    const DType t = store->src[0]->dtype;
+    std::string stored = val;
+    if (t == DType::float16) stored = "hcq_f2h(" + val + ")";
+    if (t == DType::bfloat16) stored = "hcq_f2b(" + val + ")";
+    cur->lines.push_back("b0[" + idx + "] = " + stored + ";");
+    while (cur != &root_) {
+      Scope* p = cur->parent;
+      close(cur);
+      cur = p;
+    }
+
+    std::string src = kCPrelude;
+    src += "HCQ_KERNEL(" + rk.name + ", " + std::to_string(rk.num_bufs) + ", 0) {\n";
+    src += "#pragma clang fp reassociate(on)\n";
+    for (const NodeData* p : params) {
+      const std::string k = std::to_string(p->i[0]);
+      src += std::string("  ") + (p->i[0] == 0 ? "" : "const ") + storage_type(p->dtype) + "* restrict b" + k +
+             " = HCQ_BUF(" + storage_type(p->dtype) + ", " + k + ");\n";
+    }
+    for (const std::string& l : root_.lines) src += "  " + l + "\n";
+    src += "}\n";
+    rk.source = std::move(src);
+    return rk;
+  }
+
+ private:
+  // The ranges a node depends on (sorted ids), minus the ranges a REDUCE consumes.
+  const std::vector<const NodeData*>& deps(const NodeData* n) {
+    if (auto it = deps_.find(n); it != deps_.end()) return it->second;
+    std::vector<const NodeData*> out;
+    if (n->op == Op::RANGE) out.push_back(n);
+    for (const Node& s : n->src) {
+      if (n->op == Op::REDUCE && s->op == Op::RANGE) continue;
+      for (const NodeData* r : deps(s.get()))
+        if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    }
+    if (n->op == Op::REDUCE)
+      for (size_t k = 1; k < n->src.size(); ++k) std::erase(out, n->src[k].get());
+    return deps_[n] = std::move(out);
+  }
+
+  Scope* scope_of(const NodeData* n) {
+    Scope* best = &root_;
+    for (const NodeData* r : deps(n)) {
+      Scope* s = range_scope_.at(r);
+      if (s->depth > best->depth) best = s;
+    }
+    return best;
+  }
+
+  void close(Scope* s) {
+    s->parent->lines.push_back(s->header);
+    for (const std::string& l : s->lines) s->parent->lines.push_back("  " + l);
+    s->parent->lines.push_back("}");
+  }
+
+  std::string define(const NodeData* n, const std::string& type, const std::string& expr) {
+    const std::string v = tag("v", next_var_++);
+    scope_of(n)->lines.push_back(type + " " + v + " = " + expr + ";");
+    names_[n] = v;
+    return v;
+  }
+
+  std::string emit(const Node& node) {
+    const NodeData* n = node.get();
+    if (auto it = names_.find(n); it != names_.end()) return it->second;
+    if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
+    if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    if (n->op == Op::REDUCE) return emit_reduce(n);
+    std::vector<std::string> a;
+    for (const Node& s : n->src) a.push_back(emit(s));
+    return define(n, value_type(n->dtype), expr(n, a));
+  }
+
+  std::string emit_reduce(const NodeData* n) {
+    const Op op = static_cast<Op>(n->i[0]);
+    const std::string acc = tag("acc", next_var_++);
+    Scope* home = scope_of(n);
+    home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " +
+                          literal(n->dtype, reduce_identity(op, n->dtype)) + ";");
+    Scope* cur = home;
+    for (size_t k = 1; k < n->src.size(); ++k) {
+      const NodeData* r = n->src[k].get();
+      const std::string v = tag("r", r->i[0]);
+      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
+      owned_.emplace_back(s);
+      s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      range_scope_[r] = s;
+      names_[r] = v;
+      cur = s;
+    }
+    const std::string body = emit(n->src[0]);
+    cur->lines.push_back(acc + " = " + combine(op, n->dtype, acc, body) + ";");
+    while (cur != home) {
+      Scope* p = cur->parent;
+      close(cur);
+      cur = p;
+    }
+    names_[n] = acc;
+    return acc;
+  }
+
+  static std::string combine(Op op, DType t, const std::string& a, const std::string& b) {
+    if (op == Op::ADD) return is_float(t) ? round_half(t, a + " + " + b) : wrap_int(t, a, '+', b);
+    if (op == Op::MUL) return is_float(t) ? round_half(t, a + " * " + b) : wrap_int(t, a, '*', b);
+    if (t == DType::bool_) return op == Op::MAX ? a + " | " + b : a + " & " + b;
+    const char* cmp = op == Op::MAX ? " > " : " < ";
+    if (is_float(t)) return "(" + a + " != " + a + " || " + a + cmp + b + ") ? " + a + " : " + b;
+    return a + cmp + b + " ? " + a + " : " + b;
+  }
+
+  static std::string cast(DType from, DType to, const std::string& a) {
+    if (to == DType::bool_) return "(" + a + " != 0)";
+    if (to == DType::float16 || to == DType::bfloat16) return round_half(to, "(float)" + a);
+    (void)from;
+    return std::string("(") + value_type(to) + ")" + a;
+  }
+
+  static std::string bitcast(DType from, DType to, const std::string& a) {
+    std::string bits = a;  // the source's storage bits
+    if (from == DType::float16) bits = "hcq_f2h(" + a + ")";
+    if (from == DType::bfloat16) bits = "hcq_f2b(" + a + ")";
+    if (to == DType::float16) return "hcq_h2f(" + bits + ")";
+    if (to == DType::bfloat16) return "hcq_b2f(" + bits + ")";
+    const std::string src_type = from == DType::float16 || from == DType::bfloat16 ? "uint16_t" : storage_type(from);
+    return std::string("({ ") + src_type + " s_ = " + bits + "; " + storage_type(to) +
+           " d_; __builtin_memcpy(&d_, &s_, sizeof d_); d_; })";
+  }
+
+  std::string expr(const NodeData* n, const std::vector<std::string>& a) {
+    const DType t = n->dtype;
+    const DType in = n->src.empty() ? t : n->src[0]->dtype;
+    const bool f = is_float(t);
+    switch (n->op) {
+      case Op::RANGE: return names_.at(n);
+      case Op::PARAM: return tag("b", n->i[0]);
+      case Op::LOAD: {
+        std::string v = a[0] + "[" + a[1] + "]";
+        if (t == DType::float16) v = "hcq_h2f(" + v + ")";
+        if (t == DType::bfloat16) v = "hcq_b2f(" + v + ")";
+        if (n->src.size() > 2) v = a[2] + " ? " + v + " : " + literal(t, 0);
+        return v;
+      }
+      case Op::CAST: return cast(in, t, a[0]);
+      case Op::BITCAST: return bitcast(in, t, a[0]);
+      case Op::NEG:
+        if (f) return round_half(t, "-" + a[0]);
+        return wrap_int(t, "0", '-', a[0]);
+      case Op::EXP: return round_half(t, "expf(" + a[0] + ")");
+      case Op::EXP2: return round_half(t, "exp2f(" + a[0] + ")");
+      case Op::LOG: return round_half(t, "logf(" + a[0] + ")");
+      case Op::LOG2: return round_half(t, "log2f(" + a[0] + ")");
+      case Op::SIN: return round_half(t, "sinf(" + a[0] + ")");
+      case Op::COS: return round_half(t, "cosf(" + a[0] + ")");
+      case Op::SQRT: return round_half(t, "sqrtf(" + a[0] + ")");
+      case Op::RECIPROCAL: return round_half(t, "1.0f / " + a[0]);
+      case Op::TRUNC: return f ? round_half(t, "truncf(" + a[0] + ")") : a[0];
+      case Op::ADD: return f ? round_half(t, a[0] + " + " + a[1]) : wrap_int(t, a[0], '+', a[1]);
+      case Op::SUB: return f ? round_half(t, a[0] + " - " + a[1]) : wrap_int(t, a[0], '-', a[1]);
+      case Op::MUL: return f ? round_half(t, a[0] + " * " + a[1]) : wrap_int(t, a[0], '*', a[1]);
+      case Op::FDIV: return round_half(t, a[0] + " / " + a[1]);
+      case Op::IDIV:
+      case Op::MOD: {
+        // Index arithmetic divides by positive constants: plain C. Anything else goes through the safe helpers.
+        if (n->src[1]->op == Op::CONST && n->src[1]->const_value() > 0)
+          return a[0] + (n->op == Op::IDIV ? " / " : " % ") + a[1];
+        return std::string(n->op == Op::IDIV ? "hcq_idiv_" : "hcq_mod_") + int_suffix(t) + "(" + a[0] + ", " + a[1] +
+               ")";
+      }
+      case Op::MAX: return combine(Op::MAX, t, a[0], a[1]);
+      case Op::MIN: return combine(Op::MIN, t, a[0], a[1]);
+      case Op::POW:
+        if (f) return round_half(t, "powf(" + a[0] + ", " + a[1] + ")");
+        return std::string("(") + storage_type(t) + ")hcq_ipow(" + a[0] + ", " + a[1] + ")";
+      case Op::CMPLT: return a[0] + " < " + a[1];
+      case Op::CMPEQ: return a[0] + " == " + a[1];
+      case Op::CMPNE: return a[0] + " != " + a[1];
+      case Op::AND: return a[0] + " & " + a[1];
+      case Op::OR: return a[0] + " | " + a[1];
+      case Op::XOR: return a[0] + " ^ " + a[1];
+      case Op::SHL: return std::string("(") + storage_type(t) + ")((uint64_t)" + a[0] + " << " + a[1] + ")";
+      case Op::SHR: return a[0] + " >> " + a[1];
+      case Op::WHERE: return a[0] + " ? " + a[1] + " : " + a[2];
+      default: break;
+    }
+    throw InvalidArgument(cat("render_c: no C for a ", op_name(n->op), " node"));
+  }
+
+  TargetFacts facts_;
+  Scope root_;
+  std::vector<std::unique_ptr<Scope>> owned_;
+  std::unordered_map<const NodeData*, Scope*> range_scope_;
+  std::unordered_map<const NodeData*, std::string> names_;
+  std::unordered_map<const NodeData*, std::vector<const NodeData*>> deps_;
+  int next_var_ = 0;
+};
+
+}  // namespace
+
+RenderedKernel render_c(const Node& kernel, const TargetFacts& facts) { return CRenderer(facts).render(kernel); }
+
+}  // namespace hcq::fw

@@ -1,0 +1,227 @@
+// Realize: callify the roots (their buffers become numbered parameters), find or build the schedule for that
+// structure, then run it: bind the parameters, allocate the outputs and the arenas, and launch each step on its
+// device in order (kernels on the compute path of the timeline, copies through the device's copy path).
+#include "framework/engine/realize.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "framework/engine/compile.hpp"
+#include "framework/ir/shape_of.hpp"
+#include "framework/schedule/realize_map.hpp"
+#include "framework/schedule/schedule.hpp"
+#include "framework/tensor/build.hpp"
+#include "hcq/buffer.hpp"
+#include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/registry.hpp"
+
+namespace hcq::fw {
+namespace {
+
+std::atomic<uint64_t> g_next_buffer_id{1};
+std::atomic<uint64_t> g_kernels{0}, g_copies{0}, g_misses{0}, g_hits{0};
+
+struct CacheEntry {
+  Node key;  // keeps the parameterised graph alive, so its address stays its identity
+  std::shared_ptr<const Schedule> schedule;
+};
+std::mutex g_cache_mu;
+std::unordered_map<const NodeData*, CacheEntry>& schedule_cache() {
+  static auto* c = new std::unordered_map<const NodeData*, CacheEntry>();
+  return *c;
+}
+constexpr size_t kMaxCachedSchedules = 4096;
+
+struct Callified {
+  Node sink;
+  std::vector<Node> buffers;  // the BUFFER node of each parameter, by number
+};
+
+// Buffers become PARAMs numbered in first-use order; nodes realized by an earlier realize read their buffers.
+class Callify {
+ public:
+  Callified run(const std::vector<Node>& roots) {
+    std::vector<Node> src;
+    src.reserve(roots.size());
+    for (const Node& r : roots) src.push_back(visit(r));
+    return {make_node(Op::SINK, DType::bool_, std::move(src)), std::move(buffers_)};
+  }
+
+ private:
+  Node visit(const Node& n) {
+    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
+    Node out;
+    if (Node r = n->realized()) {
+      out = visit(r);
+    } else if (n->op == Op::BUFFER) {
+      out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
+      buffers_.push_back(n);
+    } else if (n->src.empty()) {
+      out = n;
+    } else {
+      std::vector<Node> src;
+      src.reserve(n->src.size());
+      bool changed = false;
+      for (const Node& s : n->src) {
+        src.push_back(visit(s));
+        changed |= src.back() != s;
+      }
+      out = changed ? make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s) : n;
+    }
+    memo_.emplace(n.get(), out);
+    return out;
+  }
+  std::unordered_map<const NodeData*, Node> memo_;
+  std::vector<Node> buffers_;
+};
+
+const Node& buffer_of(const Node& view) { return view->op == Op::RESHAPE ? view->src[0] : view; }
+
+void print_debug_graph(const char* title, const Node& n) { std::fprintf(stderr, "%s\n%s", title, to_string(n).c_str()); }
+
+}  // namespace
+
+Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
+  std::shared_ptr<Buffer> mem;
+  if (n > 0) mem = std::make_shared<Buffer>(open_device(device), static_cast<uint64_t>(n) * dtype_size(dtype));
+  return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, device,
+                   std::move(mem));
+}
+
+bool is_buffer_view(const Node& n) {
+  const NodeData* b = n->op == Op::RESHAPE ? n->src[0].get() : n.get();
+  return b->op == Op::BUFFER;
+}
+
+std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
+  const int debug = knobs::debug();
+  // Roots that are buffers already need nothing.
+  std::vector<Node> todo;
+  std::vector<Node> result(roots.size());
+  for (size_t k = 0; k < roots.size(); ++k) {
+    Node r = roots[k];
+    while (Node done = r->realized()) r = done;
+    if (is_buffer_view(r)) result[k] = r;
+    else todo.push_back(r);
+  }
+  if (todo.empty()) return result;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Callified call = Callify().run(todo);
+  std::shared_ptr<const Schedule> sched;
+  {
+    std::lock_guard lock(g_cache_mu);
+    if (auto it = schedule_cache().find(call.sink.get()); it != schedule_cache().end()) sched = it->second.schedule;
+  }
+  if (sched) {
+    g_hits.fetch_add(1);
+  } else {
+    if (debug >= 5) print_debug_graph("HCQ_DEBUG: graph to schedule (parameterised)", call.sink);
+    sched = build_schedule(call.sink);
+    g_misses.fetch_add(1);
+    if (debug >= 5)
+      for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
+    std::lock_guard lock(g_cache_mu);
+    if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
+    schedule_cache().emplace(call.sink.get(), CacheEntry{call.sink, sched});
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+
+  // Bind the slots.
+  const Schedule& s = *sched;
+  std::vector<std::shared_ptr<Buffer>> bufs(s.slots.size());
+  std::vector<Node> slot_nodes(s.slots.size());
+  for (size_t k = 0; k < s.num_params; ++k) {
+    slot_nodes[k] = call.buffers[k];
+    bufs[k] = call.buffers[k]->payload;
+  }
+  std::vector<Buffer> arenas;
+  for (const Arena& a : s.arenas) arenas.emplace_back(open_device(a.device), std::max<uint64_t>(a.bytes, 1));
+  std::vector<Buffer> views;
+  for (size_t k = s.num_params; k < s.slots.size(); ++k) {
+    const Slot& slot = s.slots[k];
+    if (slot.role == Slot::Role::output) {
+      slot_nodes[k] = new_buffer_node(slot.device, slot.dtype, slot.numel);
+      bufs[k] = slot_nodes[k]->payload;
+    } else if (slot.arena >= 0 && slot.numel > 0) {
+      bufs[k] = std::make_shared<Buffer>(arenas[static_cast<size_t>(slot.arena)].view(
+          slot.offset, static_cast<uint64_t>(slot.numel) * dtype_size(slot.dtype)));
+    }
+  }
+
+  // Run.
+  for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::copy) {
+      bufs[st.slots[0]]->copy_from(*bufs[st.slots[1]]);
+      g_copies.fetch_add(1);
+      continue;
+    }
+    std::array<uint64_t, 16> small{};
+    std::vector<uint64_t> big;
+    uint64_t* addrs = small.data();
+    if (st.slots.size() > small.size()) {
+      big.resize(st.slots.size());
+      addrs = big.data();
+    }
+    for (size_t j = 0; j < st.slots.size(); ++j) addrs[j] = bufs[st.slots[j]] ? bufs[st.slots[j]]->va() : 0;
+    const Program& prog = *st.kernel->program;
+    if (debug >= 2) {
+      const std::optional<double> secs = prog(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global,
+                                              st.local, true);
+      const double us = secs.value_or(0) * 1e6;
+      const RenderedKernel& rk = st.kernel->rendered;
+      std::fprintf(stderr, "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s\n",
+                   rk.name.c_str(), st.device.c_str(), st.global[0], st.global[1], st.global[2], st.local[0],
+                   st.local[1], st.local[2], us, us > 0 ? rk.bytes / us / 1e3 : 0.0,
+                   us > 0 ? rk.flops / us / 1e3 : 0.0);
+      if (debug >= 4) std::fprintf(stderr, "%s\n", rk.source.c_str());
+    } else {
+      prog.launch(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global, st.local);
+    }
+    g_kernels.fetch_add(1);
+  }
+  if (debug >= 1) {
+    const auto t2 = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "HCQ_DEBUG: realize: %zu kernels, %zu steps, schedule %s %.1f us, run %.1f us\n",
+                 static_cast<size_t>(std::count_if(s.steps.begin(), s.steps.end(),
+                                                   [](const Step& st) { return st.kind == Step::Kind::kernel; })),
+                 s.steps.size(), sched ? "" : "", std::chrono::duration<double, std::micro>(t1 - t0).count(),
+                 std::chrono::duration<double, std::micro>(t2 - t1).count());
+  }
+
+  // Each root now reads its slot's buffer.
+  for (size_t k = 0, t = 0; k < roots.size(); ++k) {
+    if (result[k]) continue;
+    const Node& root = todo[t];
+    const uint32_t slot = s.root_slots[t++];
+    Node view = t_reshape(slot_nodes[slot], root->shape);
+    root->set_realized(view);
+    if (roots[k] != root) roots[k]->set_realized(view);
+    result[k] = view;
+  }
+  return result;
+}
+
+void read_buffer_view(const Node& view, std::span<std::byte> out) {
+  const Node& buf = buffer_of(view);
+  if (out.empty()) return;
+  if (!buf->payload) throw InvalidArgument("read: the tensor has no memory");
+  Device& dev = buf->payload->device();
+  if (dev.has_error()) dev.synchronize();  // rethrows the device's sticky fault with its context
+  buf->payload->copyout(out);
+}
+
+FrameworkCounters counters() {
+  return FrameworkCounters{g_kernels.load(), g_copies.load(), g_misses.load(), g_hits.load(), kernels_compiled()};
+}
+
+void clear_schedule_cache() {
+  std::lock_guard lock(g_cache_mu);
+  schedule_cache().clear();
+}
+
+}  // namespace hcq::fw

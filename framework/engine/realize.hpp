@@ -1,0 +1,26 @@
+// The engine's entry points for the Tensor layer: make buffers, realize roots (callify, schedule cache, run),
+// read back, and the counters.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "framework/ir/node.hpp"
+
+#pragma once
+
+namespace hcq::fw {
+
+// A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
+Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
+// A BUFFER, or a RESHAPE of one with the same element count: a realized tensor.
+bool is_buffer_view(const Node& n);
+// Realizes the roots in one schedule; returns, for each, its realized node (a buffer view of the root's shape).
+std::vector<Node> realize_nodes(const std::vector<Node>& roots);
+// Copies a realized buffer view's elements to the host (waits for the kernels that write it).
+void read_buffer_view(const Node& view, std::span<std::byte> out);
+
+FrameworkCounters counters();
+// Forget every cached schedule (benchmarks of the miss path; tests).
+void clear_schedule_cache();
+
+}  // namespace hcq::fw

@@ -1,0 +1,240 @@
+#include "framework/schedule/lower.hpp"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "framework/ir/shape_of.hpp"
+#include "framework/ir/symbolic.hpp"
+
+namespace hcq::fw {
+
+double reduce_identity(Op op, DType t) {
+  const bool f = is_float(t);
+  auto lowest = [&]() -> double {
+    switch (t) {
+      case DType::bool_: return 0;
+      case DType::int8: return -128;
+      case DType::uint8:
+      case DType::uint32: return 0;
+      case DType::int32: return std::numeric_limits<int32_t>::min();
+      case DType::int64: return static_cast<double>(std::numeric_limits<int64_t>::min());
+      default: return -INFINITY;
+    }
+  };
+  auto highest = [&]() -> double {
+    switch (t) {
+      case DType::bool_: return 1;
+      case DType::int8: return 127;
+      case DType::uint8: return 255;
+      case DType::uint32: return std::numeric_limits<uint32_t>::max();
+      case DType::int32: return std::numeric_limits<int32_t>::max();
+      case DType::int64: return static_cast<double>(std::numeric_limits<int64_t>::max());
+      default: return INFINITY;
+    }
+  };
+  switch (op) {
+    case Op::ADD: return 0;
+    case Op::MUL: return 1;
+    case Op::MAX: return f ? -INFINITY : lowest();
+    default: return f ? INFINITY : highest();
+  }
+}
+
+namespace {
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t k = s.size(); k-- > 1;) st[k - 1] = st[k] * s[k];
+  return st;
+}
+
+Node flat_index(const std::vector<Node>& idx, const Shape& shape) {
+  const std::vector<int64_t> st = strides_of(shape);
+  Node flat = index_const(0);
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (shape[k] != 1) flat = idx_add(flat, idx_mul(idx[k], st[k]));
+  return flat;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const std::unordered_map<const NodeData*, uint32_t>& realized, const NodeData* root)
+      : realized_(realized), root_(root) {}
+
+  std::vector<uint32_t> slots;
+  std::vector<const NodeData*> reads;
+  int next_range = 0;
+
+  Node buffer(uint32_t slot, DType t, int64_t numel) {
+    auto it = local_.find(slot);
+    int64_t local;
+    if (it == local_.end()) {
+      local = static_cast<int64_t>(slots.size());
+      local_[slot] = local;
+      slots.push_back(slot);
+    } else {
+      local = it->second;
+    }
+    return make_node(Op::PARAM, t, {}, {local, numel});
+  }
+
+  Node load(uint32_t slot, const NodeData* n, const Node& index, const Node& gate) {
+    Node buf = buffer(slot, n->dtype, fw::numel(n->shape));
+    std::vector<Node> src{buf, index};
+    if (gate) src.push_back(gate);
+    return make_node(Op::LOAD, n->dtype, std::move(src));
+  }
+
+  // The value of tensor-level node n at index idx (one entry per dimension of n), where `gate` (bool, or null for
+  // always) says whether the element is inside every enclosing pad.
+  Node value(const Node& n, const std::vector<Node>& idx, const Node& gate) {
+    Key key{n.get(), {}, gate.get()};
+    key.idx.reserve(idx.size());
+    for (const Node& i : idx) key.idx.push_back(i.get());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    Node out = compute(n, idx, gate);
+    memo_.emplace(std::move(key), out);
+    keep_.push_back(n);
+    return out;
+  }
+
+ private:
+  struct Key {
+    const NodeData* n;
+    std::vector<const NodeData*> idx;
+    const NodeData* gate;
+    bool operator<(const Key& o) const {
+      if (n != o.n) return n < o.n;
+      if (gate != o.gate) return gate < o.gate;
+      return idx < o.idx;
+    }
+  };
+
+  void note_read(const NodeData* n) {
+    for (const NodeData* r : reads)
+      if (r == n) return;
+    reads.push_back(n);
+  }
+
+  Node compute(const Node& n, const std::vector<Node>& idx, const Node& gate) {
+    if (n.get() != root_) {
+      if (auto it = realized_.find(n.get()); it != realized_.end()) {
+        note_read(n.get());
+        return load(it->second, n.get(), flat_index(idx, n->shape), gate);
+      }
+    }
+    switch (n->op) {
+      case Op::PARAM:
+        note_read(n.get());
+        return load(static_cast<uint32_t>(n->i[0]), n.get(), idx.at(0), gate);
+      case Op::CONST: return const_node(n->dtype, n->const_value());
+      case Op::INDEX: return idx.at(0);
+      case Op::CONTIGUOUS: return value(n->src[0], idx, gate);
+      case Op::ASSIGN: return value(n->src[1], idx, gate);
+      case Op::RESHAPE: {
+        const Node flat = flat_index(idx, n->shape);
+        const Shape& in = n->src[0]->shape;
+        const std::vector<int64_t> st = strides_of(in);
+        const int64_t total = fw::numel(in);
+        std::vector<Node> src_idx(in.size());
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (in[k] == 1) {
+            src_idx[k] = index_const(0);
+            continue;
+          }
+          Node v = idx_div(flat, st[k]);
+          if (st[k] * in[k] < total || k > 0) v = idx_mod(v, in[k]);
+          src_idx[k] = v;
+        }
+        return value(n->src[0], src_idx, gate);
+      }
+      case Op::PERMUTE: {
+        std::vector<Node> src_idx(idx.size());
+        for (size_t k = 0; k < idx.size(); ++k) src_idx[static_cast<size_t>(n->i[k])] = idx[k];
+        return value(n->src[0], src_idx, gate);
+      }
+      case Op::EXPAND: {
+        const Shape& in = n->src[0]->shape;
+        std::vector<Node> src_idx(idx.size());
+        for (size_t k = 0; k < idx.size(); ++k) src_idx[k] = in[k] == 1 ? index_const(0) : idx[k];
+        return value(n->src[0], src_idx, gate);
+      }
+      case Op::SHRINK: {
+        std::vector<Node> src_idx(idx.size());
+        for (size_t k = 0; k < idx.size(); ++k) src_idx[k] = idx_add(idx[k], index_const(n->i[2 * k]));
+        return value(n->src[0], src_idx, gate);
+      }
+      case Op::FLIP: {
+        const Shape& in = n->src[0]->shape;
+        std::vector<Node> src_idx(idx.size());
+        for (size_t k = 0; k < idx.size(); ++k)
+          src_idx[k] = n->i[k] ? idx_add(index_const(in[k] - 1), idx_mul(idx[k], -1)) : idx[k];
+        return value(n->src[0], src_idx, gate);
+      }
+      case Op::PAD: {
+        const Shape& in = n->src[0]->shape;
+        std::vector<Node> src_idx(idx.size());
+        Node valid = const_node(DType::bool_, 1);
+        for (size_t k = 0; k < idx.size(); ++k) {
+          const int64_t before = n->i[2 * k];
+          src_idx[k] = idx_add(idx[k], index_const(-before));
+          valid = bool_and(valid, bool_and(idx_ge(idx[k], before), idx_lt(idx[k], before + in[k])));
+        }
+        valid = simplify(valid);
+        if (valid->is_const(1)) return value(n->src[0], src_idx, gate);
+        const Node inner_gate = gate ? bool_and(gate, valid) : valid;
+        const Node inner = value(n->src[0], src_idx, inner_gate);
+        return make_node(Op::WHERE, n->dtype, {valid, inner, const_node(n->dtype, n->f)});
+      }
+      case Op::REDUCE_AXIS: {
+        const Shape& in = n->src[0]->shape;
+        std::vector<Node> src_idx = idx;
+        std::vector<Node> ranges;
+        for (size_t k = 1; k < n->i.size(); ++k) {
+          const size_t axis = static_cast<size_t>(n->i[k]);
+          Node r = make_node(Op::RANGE, kIndex, {}, {next_range++, in[axis], 1});
+          src_idx[axis] = r;
+          ranges.push_back(r);
+        }
+        std::vector<Node> src{value(n->src[0], src_idx, gate)};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return make_node(Op::REDUCE, n->dtype, std::move(src), {n->i[0]});
+      }
+      default: break;
+    }
+    std::vector<Node> src;
+    src.reserve(n->src.size());
+    for (const Node& s : n->src) src.push_back(value(s, idx, gate));
+    return make_node(n->op, n->dtype, std::move(src), n->i, n->f);
+  }
+
+  const std::unordered_map<const NodeData*, uint32_t>& realized_;
+  const NodeData* root_;
+  std::unordered_map<uint32_t, int64_t> local_;
+  std::map<Key, Node> memo_;
+  std::vector<Node> keep_;
+};
+
+}  // namespace
+
+LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
+                           const std::unordered_map<const NodeData*, uint32_t>& realized) {
+  Lowerer lw(realized, root.get());
+  const Shape& shape = root->shape;
+  Node out = lw.buffer(out_slot, root->dtype, fw::numel(shape));
+  std::vector<Node> idx(shape.size());
+  for (size_t k = 0; k < shape.size(); ++k)
+    idx[k] = shape[k] == 1 ? index_const(0) : make_node(Op::RANGE, kIndex, {}, {lw.next_range++, shape[k], 0});
+  // Output ranges are numbered first, in dimension order; reduce ranges follow.
+  Node value = lw.value(root, idx, nullptr);
+  Node store = make_node(Op::STORE, root->dtype, {out, flat_index(idx, shape), value});
+  LoweredKernel k;
+  k.ast = simplify(make_node(Op::KERNEL, root->dtype, {store}));
+  k.slots = std::move(lw.slots);
+  k.reads = std::move(lw.reads);
+  return k;
+}
+
+}  // namespace hcq::fw

@@ -1,0 +1,31 @@
+// Rangeify's second half: one realized node's value, as a kernel AST over loops. Every output dimension gets a
+// RANGE; movement ops become arithmetic on the ranges (simplified as it is built); PAD becomes a validity gate on
+// loads; a fused REDUCE_AXIS gets its own reduce RANGEs. Realized inputs and parameters become LOADs from the
+// kernel's numbered buffers (kernel-level PARAMs), so two kernels of the same structure on different buffers have
+// the same AST (and the same generated source).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "framework/ir/node.hpp"
+
+namespace hcq::fw {
+
+struct LoweredKernel {
+  Node ast;                     // KERNEL(STORE(PARAM 0, index, value))
+  std::vector<uint32_t> slots;  // the schedule slot of each kernel buffer: [0] the output, then inputs in order
+  // The tensor-level nodes the kernel reads (realized nodes and PARAMs), for ordering.
+  std::vector<const NodeData*> reads;
+};
+
+// Lowers `root`'s value (for an ASSIGN root: its value; for CONTIGUOUS: its source) into a kernel writing
+// `out_slot`. `realized` maps the other realized nodes to their slots; a tensor-level PARAM's slot is its number.
+LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
+                           const std::unordered_map<const NodeData*, uint32_t>& realized);
+
+// The identity a reduce starts from, per op (ADD 0, MUL 1, MAX lowest, MIN highest), in the dtype's range.
+double reduce_identity(Op op, DType t);
+
+}  // namespace hcq::fw

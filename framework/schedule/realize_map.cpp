@@ -1,0 +1,80 @@
+#include "framework/schedule/realize_map.hpp"
+
+#include <unordered_map>
+
+#include "framework/ir/shape_of.hpp"
+
+namespace hcq::fw {
+
+bool is_param_view(const NodeData* n) {
+  if (n->op == Op::RESHAPE) n = n->src[0].get();
+  return n->op == Op::PARAM;
+}
+
+namespace {
+
+bool expands(const NodeData* n) {
+  const Shape& in = n->src[0]->shape;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k] == 1 && n->shape[k] != 1) return true;
+  return false;
+}
+
+}  // namespace
+
+std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
+                                                const std::unordered_set<const NodeData*>& extra) {
+  // Consumers of each node (distinct users).
+  std::unordered_map<const NodeData*, int> users;
+  for (const NodeData* n : toposort(roots)) {
+    for (size_t k = 0; k < n->src.size(); ++k) {
+      bool seen = false;
+      for (size_t j = 0; j < k; ++j) seen |= n->src[j] == n->src[k];
+      if (!seen) ++users[n->src[k].get()];
+    }
+  }
+  std::unordered_set<const NodeData*> realized(extra.begin(), extra.end());
+  std::vector<const NodeData*> work;
+  for (const Node& r : roots)
+    if (!is_param_view(r.get()) && realized.insert(r.get()).second) work.push_back(r.get());
+  for (const NodeData* e : extra) work.push_back(e);
+
+  // Walk each kernel's graph from its realized root down to the next realized nodes, tracking whether the path
+  // went through an EXPAND; new realized nodes start walks of their own.
+  while (!work.empty()) {
+    std::unordered_set<uint64_t> visited;  // (node, expanded) pairs of this kernel's walk
+    auto visit_key = [](const NodeData* n, bool e) { return reinterpret_cast<uint64_t>(n) * 2 + (e ? 1 : 0); };
+    const NodeData* root = work.back();
+    work.pop_back();
+    std::vector<std::pair<const NodeData*, bool>> stack;
+    for (const Node& s : root->src) stack.push_back({s.get(), false});
+    if (root->op == Op::COPY && !is_param_view(root->src[0].get()) && realized.insert(root->src[0].get()).second) {
+      work.push_back(root->src[0].get());  // a copy moves a buffer: its source is realized on its own device
+      continue;
+    }
+    while (!stack.empty()) {
+      auto [n, expanded] = stack.back();
+      stack.pop_back();
+      if (!visited.insert(visit_key(n, expanded)).second) continue;
+      if (realized.count(n)) continue;
+      bool realize = false;
+      switch (n->op) {
+        case Op::CONTIGUOUS:
+        case Op::COPY:
+        case Op::ASSIGN: realize = true; break;
+        case Op::REDUCE_AXIS: realize = expanded || users[n] > 1; break;
+        default: break;
+      }
+      if (realize) {
+        realized.insert(n);
+        work.push_back(n);
+        continue;
+      }
+      const bool e = expanded || (n->op == Op::EXPAND && expands(n));
+      for (const Node& s : n->src) stack.push_back({s.get(), e});
+    }
+  }
+  return realized;
+}
+
+}  // namespace hcq::fw

@@ -1,0 +1,22 @@
+// Rangeify's first half: which tensor-level nodes become buffers (kernel boundaries). Everything else fuses into
+// the kernel of the realized node that uses it.
+#pragma once
+
+#include <unordered_set>
+#include <vector>
+
+#include "framework/ir/node.hpp"
+
+namespace hcq::fw {
+
+// A node is realized when it is a root, a CONTIGUOUS, a COPY or the source of one, an ASSIGN, or a REDUCE_AXIS
+// that would otherwise be recomputed: one with several consumers, or one its consumer reads through an EXPAND
+// (each reduced value used for many output elements). `extra` forces more nodes (an assign's value that reads its
+// own target at other positions). Roots that are parameters already (a buffer view) are not realized.
+std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
+                                                const std::unordered_set<const NodeData*>& extra);
+
+// A PARAM, or a RESHAPE of one with the same element count.
+bool is_param_view(const NodeData* n);
+
+}  // namespace hcq::fw

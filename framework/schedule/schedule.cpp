@@ -1,0 +1,235 @@
+// build_schedule: realize map -> one lowered kernel (or copy) per realized node -> order by RAW/WAR -> memory plan
+// of the temporaries -> rendered and compiled kernels.
+#include "framework/schedule/schedule.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "framework/codegen/render.hpp"
+#include "framework/engine/compile.hpp"
+#include "framework/ir/shape_of.hpp"
+#include "framework/schedule/lower.hpp"
+#include "framework/schedule/memory_plan.hpp"
+#include "framework/schedule/realize_map.hpp"
+#include "framework/tensor/build.hpp"
+#include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/registry.hpp"
+
+namespace hcq::fw {
+namespace {
+
+const NodeData* param_of(const NodeData* n) { return n->op == Op::RESHAPE ? n->src[0].get() : n; }
+
+struct Pending {
+  Step step;
+  std::vector<const NodeData*> reads;
+  const NodeData* writes = nullptr;  // the realized node
+  Node ast;
+};
+
+// What the renderer needs to know of a device, looked up once per device name.
+TargetFacts facts_for(const std::string& device) {
+  static std::mutex mu;
+  static auto* known = new std::unordered_map<std::string, std::string>();
+  std::string interface;
+  {
+    std::lock_guard lock(mu);
+    auto it = known->find(device);
+    if (it == known->end()) it = known->emplace(device, open_device(device).info().interface).first;
+    interface = it->second;
+  }
+  if (interface != "cpu")
+    throw InvalidArgument(cat("framework: no kernel code generator for ", device, " (", interface,
+                              ") yet: the framework runs on the CPU device; move tensors there with to(\"CPU\")"));
+  TargetFacts f;
+  f.workers = knobs::cpu_threads();
+  f.optimize = !knobs::noopt();
+  return f;
+}
+
+// Whether every LOAD of kernel buffer `local` reads at exactly the store's index.
+bool reads_only_at_store_index(const Node& ast, int64_t local) {
+  const Node& store = ast->src[0];
+  for (const NodeData* n : toposort({ast}))
+    if (n->op == Op::LOAD && n->src[0]->i[0] == local && n->src[1] != store->src[1]) return false;
+  return true;
+}
+
+std::string slot_desc(const Slot& s) { return cat(dtype_name(s.dtype), " buffer of ", s.numel, " elements"); }
+
+}  // namespace
+
+std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
+  const std::vector<Node>& roots = sink->src;
+  std::unordered_set<const NodeData*> extra;
+  for (;;) {
+    const std::unordered_set<const NodeData*> realized = realize_map(roots, extra);
+    auto sched = std::make_shared<Schedule>();
+    Schedule& s = *sched;
+    const std::vector<Node> topo = toposort_nodes(roots);
+
+    // Parameters first, by number.
+    for (const Node& n : topo)
+      if (n->op == Op::PARAM) {
+        const size_t k = static_cast<size_t>(n->i[0]);
+        if (s.slots.size() <= k) s.slots.resize(k + 1);
+        s.slots[k] = Slot{Slot::Role::param, n->s, n->dtype, n->i[1]};
+      }
+    s.num_params = s.slots.size();
+
+    // A slot for each realized node: an assign writes its target's parameter; roots get outputs; others temps.
+    std::unordered_map<const NodeData*, uint32_t> slot_of;
+    std::unordered_set<const NodeData*> root_set;
+    for (const Node& r : roots) root_set.insert(r.get());
+    for (const Node& n : topo) {
+      if (!realized.count(n.get())) continue;
+      if (n->op == Op::ASSIGN) {
+        slot_of[n.get()] = static_cast<uint32_t>(param_of(n->src[0].get())->i[0]);
+        continue;
+      }
+      const Slot::Role role = root_set.count(n.get()) ? Slot::Role::output : Slot::Role::temp;
+      slot_of[n.get()] = static_cast<uint32_t>(s.slots.size());
+      s.slots.push_back(Slot{role, n->device(), n->dtype, numel(n->shape)});
+    }
+
+    // One step per realized node, in topological order.
+    std::vector<Pending> pending;
+    bool restart = false;
+    for (const Node& n : topo) {
+      if (!realized.count(n.get())) continue;
+      Pending p;
+      p.writes = n.get();
+      p.step.device = n->device();
+      if (n->op == Op::COPY) {
+        const NodeData* src = n->src[0].get();
+        const bool direct = is_param_view(src);
+        p.step.kind = Step::Kind::copy;
+        p.step.slots = {slot_of.at(n.get()), direct ? static_cast<uint32_t>(param_of(src)->i[0]) : slot_of.at(src)};
+        p.reads.push_back(direct ? param_of(src) : src);
+        pending.push_back(std::move(p));
+        continue;
+      }
+      if (numel(n->shape) == 0) continue;  // nothing to compute
+      LoweredKernel k = lower_kernel(n, slot_of.at(n.get()), slot_of);
+      if (n->op == Op::ASSIGN) {
+        // An assign whose value reads its own target at other positions would read elements it has already
+        // overwritten: compute the value into a temporary first.
+        const uint32_t target = slot_of.at(n.get());
+        for (size_t local = 0; local < k.slots.size(); ++local)
+          if (k.slots[local] == target && !reads_only_at_store_index(k.ast, static_cast<int64_t>(local))) {
+            extra.insert(n->src[1].get());
+            restart = true;
+          }
+      }
+      p.step.kind = Step::Kind::kernel;
+      p.step.slots = std::move(k.slots);
+      p.reads = std::move(k.reads);
+      p.ast = std::move(k.ast);
+      pending.push_back(std::move(p));
+    }
+    if (restart) continue;
+
+    // Order: a read of a realized node after the step that writes it (RAW); a read of a parameter's old value
+    // before any assign that overwrites that parameter (WAR).
+    const size_t n_steps = pending.size();
+    std::unordered_map<const NodeData*, size_t> writer;
+    std::unordered_map<uint32_t, std::vector<size_t>> assigns_to;
+    for (size_t k = 0; k < n_steps; ++k) {
+      writer[pending[k].writes] = k;
+      if (pending[k].writes->op == Op::ASSIGN) assigns_to[pending[k].step.slots[0]].push_back(k);
+    }
+    std::vector<std::vector<size_t>> after(n_steps);
+    std::vector<int> indegree(n_steps, 0);
+    auto edge = [&](size_t from, size_t to) {
+      if (from == to) return;
+      after[from].push_back(to);
+      ++indegree[to];
+    };
+    for (size_t k = 0; k < n_steps; ++k)
+      for (const NodeData* r : pending[k].reads) {
+        if (auto it = writer.find(r); it != writer.end()) edge(it->second, k);
+        if (r->op == Op::PARAM)
+          if (auto it = assigns_to.find(static_cast<uint32_t>(r->i[0])); it != assigns_to.end())
+            for (size_t a : it->second) edge(k, a);
+      }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+    for (size_t k = 0; k < n_steps; ++k)
+      if (indegree[k] == 0) ready.push(k);
+    std::vector<size_t> order;
+    while (!ready.empty()) {
+      const size_t k = ready.top();
+      ready.pop();
+      order.push_back(k);
+      for (size_t m : after[k])
+        if (--indegree[m] == 0) ready.push(m);
+    }
+    if (order.size() != n_steps) {
+      std::string names;
+      for (size_t k = 0; k < n_steps; ++k)
+        if (indegree[k] > 0)
+          names += cat(names.empty() ? "" : ", ", "the ", pending[k].writes->op == Op::ASSIGN ? "assign to " : "",
+                       slot_desc(s.slots[pending[k].step.slots[0]]), " (", shape_str(pending[k].writes->shape), ")");
+      throw InvalidArgument(cat("schedule: a cycle: ", names,
+                                " each read a buffer another of them overwrites; realize them one at a time"));
+    }
+
+    // Memory plan of the temporaries, per device.
+    std::vector<size_t> position(n_steps);
+    for (size_t k = 0; k < n_steps; ++k) position[order[k]] = k;
+    std::unordered_map<uint32_t, Lifetime> life;
+    for (size_t k = 0; k < n_steps; ++k) {
+      const Pending& p = pending[k];
+      for (size_t j = 0; j < p.step.slots.size(); ++j) {
+        const uint32_t slot = p.step.slots[j];
+        if (s.slots[slot].role != Slot::Role::temp) continue;
+        const uint64_t bytes = static_cast<uint64_t>(s.slots[slot].numel) * dtype_size(s.slots[slot].dtype);
+        auto [it, fresh] = life.try_emplace(slot, Lifetime{bytes, position[k], position[k]});
+        it->second.first = std::min(it->second.first, position[k]);
+        it->second.last = std::max(it->second.last, position[k]);
+      }
+    }
+    std::unordered_map<std::string, std::vector<uint32_t>> temps_by_device;
+    for (uint32_t slot = 0; slot < s.slots.size(); ++slot)
+      if (s.slots[slot].role == Slot::Role::temp && life.count(slot)) temps_by_device[s.slots[slot].device].push_back(slot);
+    for (auto& [device, slots] : temps_by_device) {
+      std::vector<Lifetime> lt;
+      for (uint32_t slot : slots) lt.push_back(life.at(slot));
+      const Placement pl = plan_memory(lt);
+      const int arena = static_cast<int>(s.arenas.size());
+      s.arenas.push_back(Arena{device, pl.arena_bytes});
+      for (size_t j = 0; j < slots.size(); ++j) {
+        s.slots[slots[j]].arena = arena;
+        s.slots[slots[j]].offset = pl.offsets[j];
+      }
+    }
+
+    // Render and compile the kernels.
+    std::vector<KernelRequest> requests;
+    std::vector<size_t> kernel_steps;
+    for (size_t k : order) {
+      Pending& p = pending[k];
+      if (p.step.kind != Step::Kind::kernel) continue;
+      RenderedKernel rk = render_c(p.ast, facts_for(p.step.device));
+      p.step.global = rk.global;
+      p.step.local = rk.local;
+      requests.push_back(KernelRequest{p.step.device, std::move(rk)});
+      kernel_steps.push_back(k);
+      s.kernel_asts.push_back(p.ast);
+    }
+    std::vector<std::shared_ptr<const CompiledKernel>> compiled = compile_kernels(requests);
+    for (size_t j = 0; j < kernel_steps.size(); ++j) pending[kernel_steps[j]].step.kernel = std::move(compiled[j]);
+    for (size_t k : order) s.steps.push_back(std::move(pending[k].step));
+
+    for (const Node& r : roots) {
+      if (is_param_view(r.get())) s.root_slots.push_back(static_cast<uint32_t>(param_of(r.get())->i[0]));
+      else s.root_slots.push_back(slot_of.at(r.get()));
+    }
+    return sched;
+  }
+}
+
+}  // namespace hcq::fw

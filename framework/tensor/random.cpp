@@ -1,0 +1,78 @@
+// Counter-based random numbers: element i of the k-th random tensor since manual_seed(s) is a hash of (s, k, i),
+// computed inside the kernel with 32-bit integer ops, so it is the same on every device and under any fusion.
+#include <atomic>
+#include <cmath>
+#include <numbers>
+
+#include "framework/ir/shape_of.hpp"
+#include "framework/tensor/build.hpp"
+#include "hcq/tensor.hpp"
+
+namespace hcq {
+
+using namespace fw;
+
+namespace {
+
+std::atomic<uint64_t> g_seed{0}, g_counter{0};
+
+uint32_t mix64to32(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x);
+}
+
+// The murmur3 finaliser over (index * golden ratio + key): 32 well-mixed bits per element.
+Node random_bits(int64_t n, const std::string& dev) {
+  const uint64_t k = g_counter.fetch_add(1);
+  const uint32_t key = mix64to32(g_seed.load() * 0x9e3779b97f4a7c15ull + k);
+  const Shape s{n};
+  auto c = [&](uint32_t v) { return t_full(s, static_cast<int64_t>(v), DType::uint32, dev); };
+  Node h = t_alu(Op::ADD, DType::uint32, {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), c(key)});
+  h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(16)})});
+  h = t_alu(Op::MUL, DType::uint32, {h, c(0x85ebca6bu)});
+  h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(13)})});
+  h = t_alu(Op::MUL, DType::uint32, {h, c(0xc2b2ae35u)});
+  h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(16)})});
+  return h;
+}
+
+// [0, 1) in float32 from the top 24 bits.
+Tensor unit_uniform(const Shape& shape, const std::string& device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError(hcq::cat("rand: negative dimension in ", shape_str(shape)));
+  const std::string& dev = canonical_device(device);
+  const int64_t n = fw::numel(shape);
+  Node bits = random_bits(n, dev);
+  Node top = t_alu(Op::SHR, DType::uint32, {bits, t_full({n}, 8, DType::uint32, dev)});
+  Node f = t_alu(Op::MUL, DType::float32, {t_cast(top, DType::float32), t_full({n}, 1.0 / 16777216.0, DType::float32, dev)});
+  return Tensor(t_reshape(f, shape));
+}
+
+}  // namespace
+
+void Tensor::manual_seed(uint64_t seed) {
+  g_seed = seed;
+  g_counter = 0;
+}
+
+Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
+  return unit_uniform(shape, device).cast(dtype);
+}
+
+// Box-Muller over two independent uniform tensors.
+Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
+  const Tensor u1 = unit_uniform(shape, device), u2 = unit_uniform(shape, device);
+  const Tensor r = u1.neg().add(1.0).log().mul(-2.0).sqrt();
+  return r.mul(u2.mul(2.0 * std::numbers::pi).cos()).cast(dtype);
+}
+
+Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype, std::string device) {
+  if (!(low <= high)) throw InvalidArgument(hcq::cat("uniform: low ", low, " is greater than high ", high));
+  return unit_uniform(shape, device).mul(high - low).add(low).cast(dtype);
+}
+
+}  // namespace hcq

@@ -1,0 +1,188 @@
+// Tensor: the handle, creation from host data and by value, casts, realisation and reading back.
+#include "hcq/tensor.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "framework/engine/realize.hpp"
+#include "framework/ir/shape_of.hpp"
+#include "framework/tensor/build.hpp"
+#include "hcq/buffer.hpp"
+#include "hcq/registry.hpp"
+
+namespace hcq {
+
+using namespace fw;
+
+struct Tensor::Impl {
+  Node node;
+};
+
+Tensor::Tensor(std::shared_ptr<const fw::NodeData> node) : impl_(std::make_shared<Impl>(Impl{std::move(node)})) {}
+
+const std::shared_ptr<const fw::NodeData>& Tensor::node() const {
+  if (!impl_) throw InvalidArgument("tensor: the tensor is empty (default-constructed)");
+  return impl_->node;
+}
+
+const Shape& Tensor::shape() const { return node()->shape; }
+int64_t Tensor::shape(int axis) const { return shape()[static_cast<size_t>(norm_axis(axis, ndim(), "shape"))]; }
+int64_t Tensor::numel() const { return fw::numel(shape()); }
+DType Tensor::dtype() const { return node()->dtype; }
+const std::string& Tensor::device() const { return node()->device(); }
+
+Tensor::Tensor(std::span<const std::byte> bytes, Shape shape, DType dtype, std::string device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError(hcq::cat("tensor: negative dimension in ", shape_str(shape)));
+  const int64_t n = fw::numel(shape);
+  if (static_cast<uint64_t>(n) * dtype_size(dtype) != bytes.size())
+    throw ShapeError(hcq::cat("tensor: ", bytes.size() / dtype_size(dtype), " elements of data for shape ",
+                         shape_str(shape), " (", n, " elements)"));
+  Node buf = new_buffer_node(canonical_device(device), dtype, n);
+  if (n > 0) buf->payload->copyin(bytes);
+  impl_ = std::make_shared<Impl>(Impl{t_reshape(buf, shape)});
+}
+
+Tensor Tensor::scalar(Scalar v, DType dtype, std::string device) {
+  return Tensor(t_const(v, dtype, canonical_device(device)));
+}
+
+namespace {
+DType kind_dtype(Scalar v) {
+  return v.kind == Scalar::boolean ? DType::bool_ : v.kind == Scalar::integer ? dtypes::default_int
+                                                                              : dtypes::default_float;
+}
+}  // namespace
+
+Tensor Tensor::scalar(Scalar v) { return scalar(v, kind_dtype(v)); }
+Tensor Tensor::full(Shape shape, Scalar v, DType dtype, std::string device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError(hcq::cat("full: negative dimension in ", shape_str(shape)));
+  return Tensor(t_full(shape, v, dtype, canonical_device(device)));
+}
+Tensor Tensor::full(Shape shape, Scalar v) { return full(std::move(shape), v, kind_dtype(v)); }
+Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) {
+  return full(std::move(shape), 0, dtype, std::move(device));
+}
+Tensor Tensor::ones(Shape shape, DType dtype, std::string device) {
+  return full(std::move(shape), 1, dtype, std::move(device));
+}
+
+Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError(hcq::cat("empty: negative dimension in ", shape_str(shape)));
+  return Tensor(t_reshape(new_buffer_node(canonical_device(device), dtype, fw::numel(shape)), shape));
+}
+
+Tensor Tensor::arange(Scalar stop) { return arange(0, stop, 1); }
+Tensor Tensor::arange(Scalar start, Scalar stop, Scalar step, std::string device) {
+  const bool any_float =
+      start.kind == Scalar::floating || stop.kind == Scalar::floating || step.kind == Scalar::floating;
+  return arange(start, stop, step, any_float ? dtypes::default_float : dtypes::default_int, std::move(device));
+}
+Tensor Tensor::arange(Scalar start, Scalar stop, Scalar step, DType dtype, std::string device) {
+  if (step.value == 0) throw InvalidArgument("arange: step must not be 0");
+  const double span = (stop.value - start.value) / step.value;
+  const int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  const std::string& dev = canonical_device(device);
+  // Computed in the wider of the target type and int32/float32, so integer steps stay exact.
+  const DType calc = is_float(dtype) ? dtypes::float32 : promote_types(dtype, DType::int32);
+  Node idx = t_index(n, calc, dev);
+  Node v = t_alu(Op::ADD, calc,
+                 {t_alu(Op::MUL, calc, {idx, t_full({n}, step, calc, dev)}), t_full({n}, start, calc, dev)});
+  return Tensor(t_cast(v, dtype));
+}
+
+Tensor Tensor::eye(int64_t n, DType dtype, std::string device) {
+  if (n < 0) throw InvalidArgument(hcq::cat("eye: n must not be negative (got ", n, ")"));
+  const std::string& dev = canonical_device(device);
+  Node i = t_index(n, DType::int32, dev);
+  Node rows = t_expand(t_reshape(i, {n, 1}), {n, n}), cols = t_expand(t_reshape(i, {1, n}), {n, n});
+  return Tensor(t_cast(t_alu(Op::CMPEQ, DType::bool_, {rows, cols}), dtype));
+}
+
+Tensor Tensor::cast(DType t) const { return Tensor(t_cast(node(), t)); }
+
+Tensor Tensor::bitcast(DType t) const {
+  if (dtype_size(t) != dtype_size(dtype()))
+    throw DTypeError(hcq::cat("bitcast: ", dtype_name(dtype()), " (", dtype_size(dtype()), " bytes) to ", dtype_name(t),
+                         " (", dtype_size(t), " bytes): the sizes differ"));
+  if (t == dtype()) return *this;
+  return Tensor(make_node(Op::BITCAST, t, {node()}));
+}
+
+Tensor Tensor::contiguous() const { return Tensor(make_node(Op::CONTIGUOUS, dtype(), {node()})); }
+
+Tensor& Tensor::realize() {
+  realize({*this});
+  return *this;
+}
+
+void Tensor::realize(std::vector<Tensor> tensors) {
+  std::vector<Node> roots;
+  roots.reserve(tensors.size());
+  for (const Tensor& t : tensors) roots.push_back(t.node());
+  std::vector<Node> done = realize_nodes(roots);
+  for (size_t k = 0; k < tensors.size(); ++k) tensors[k].impl_->node = done[k];
+}
+
+Tensor& Tensor::assign(const Tensor& o) {
+  const Node& target = node();
+  if (!is_buffer_view(target))
+    throw InvalidArgument(hcq::cat("assign: the target ", shape_str(shape()), " is not a realized buffer (realize it, or "
+                              "make it with empty/zeros and realize, before assigning to it)"));
+  Node value = t_cast(t_broadcast(o.node(), shape(), "assign"), dtype());
+  if (value->device() != device())
+    throw InvalidArgument(hcq::cat("assign: the value is on ", value->device(), ", the target on ", device()));
+  impl_->node = make_node(Op::ASSIGN, dtype(), {target, value});
+  return *this;
+}
+
+Tensor Tensor::to(const std::string& device_name) const {
+  const std::string& dev = canonical_device(device_name);
+  if (dev == device()) return *this;
+  return Tensor(make_node(Op::COPY, dtype(), {node()}, {}, 0, dev));
+}
+
+void Tensor::read_into(std::span<std::byte> out, DType want) const {
+  if (want != dtype())
+    throw DTypeError(hcq::cat("data: the tensor is ", dtype_name(dtype()), ", not ", dtype_name(want),
+                         " (cast it, or use tolist())"));
+  Tensor self = *this;
+  self.realize();
+  read_buffer_view(self.node(), out);
+}
+
+std::vector<double> Tensor::tolist() const {
+  const size_t n = static_cast<size_t>(numel());
+  std::vector<double> out(n);
+  auto conv = [&]<class T>(T) {
+    std::vector<T> v = data<T>();
+    for (size_t k = 0; k < n; ++k) {
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) out[k] = v[k].to_float();
+      else out[k] = static_cast<double>(v[k]);
+    }
+  };
+  switch (dtype()) {
+    case DType::bool_: conv(bool{}); break;
+    case DType::int8: conv(int8_t{}); break;
+    case DType::uint8: conv(uint8_t{}); break;
+    case DType::int32: conv(int32_t{}); break;
+    case DType::uint32: conv(uint32_t{}); break;
+    case DType::int64: conv(int64_t{}); break;
+    case DType::float16: conv(float16_t{}); break;
+    case DType::bfloat16: conv(bfloat16_t{}); break;
+    case DType::float32: conv(float{}); break;
+  }
+  return out;
+}
+
+double Tensor::item() const {
+  if (numel() != 1) throw ShapeError(hcq::cat("item: the tensor has ", numel(), " elements ", shape_str(shape()), ", not 1"));
+  return tolist()[0];
+}
+
+FrameworkCounters framework_counters() { return fw::counters(); }
+
+}  // namespace hcq

@@ -1,0 +1,98 @@
+// Kernel counts are the scheduler's contract: tinygrad (DEV=CPU DEBUG=2, its rangeify scheduler) gives the same
+// counts for these expressions. Each test realizes once and counts launched kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hcq/tensor.hpp"
+
+namespace hcq {
+namespace {
+
+// Kernels launched by one realize of t.
+uint64_t kernels_for(Tensor t) {
+  const uint64_t before = framework_counters().kernels;
+  t.realize();
+  return framework_counters().kernels - before;
+}
+
+Tensor filled(Shape shape, float start) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = start + 0.25f * static_cast<float>(k % 17) - 1.5f;
+  return Tensor(v, shape);
+}
+
+TEST(FrameworkKernelCount, FusedElementwiseIsOneKernel) {
+  Tensor a = filled({4, 8}, 0), b = filled({4, 8}, 1), c = filled({4, 8}, 2);
+  Tensor out = ((a + b) * c).relu();
+  EXPECT_EQ(kernels_for(out), 1u);
+  const std::vector<float> got = out.data<float>();
+  const std::vector<float> av = a.data<float>(), bv = b.data<float>(), cv = c.data<float>();
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_FLOAT_EQ(got[k], std::max(0.0f, (av[k] + bv[k]) * cv[k])) << k;
+}
+
+TEST(FrameworkKernelCount, ElementwiseIntoReduceIsOneKernel) {
+  Tensor a = filled({4, 8}, 0), b = filled({4, 8}, 1), c = filled({4, 8}, 2);
+  Tensor out = ((a + b) * c).relu().sum(1);
+  EXPECT_EQ(kernels_for(out), 1u);
+  const std::vector<float> got = out.data<float>();
+  const std::vector<float> av = a.data<float>(), bv = b.data<float>(), cv = c.data<float>();
+  for (size_t i = 0; i < 4; ++i) {
+    double want = 0;
+    for (size_t j = 0; j < 8; ++j) want += std::max(0.0f, (av[i * 8 + j] + bv[i * 8 + j]) * cv[i * 8 + j]);
+    EXPECT_NEAR(got[i], want, 1e-4) << i;
+  }
+}
+
+TEST(FrameworkKernelCount, SubtractMeanIsTwoKernels) {
+  Tensor a = filled({5, 7}, 0);
+  EXPECT_EQ(kernels_for(a - a.mean(1, true)), 2u);
+}
+
+TEST(FrameworkKernelCount, SoftmaxLogSoftmaxLayernormAtMostThree) {
+  Tensor x = filled({6, 10}, 0);
+  EXPECT_LE(kernels_for(x.softmax(-1)), 3u);
+  EXPECT_LE(kernels_for(x.log_softmax(-1)), 3u);
+  const Tensor centered = x - x.mean(-1, true);
+  EXPECT_LE(kernels_for(centered * (centered * centered).mean(-1, true).add(1e-5).rsqrt()), 3u);
+}
+
+TEST(FrameworkKernelCount, MatmulBiasReluIsOneKernel) {
+  Tensor x = filled({3, 5}, 0), w = filled({5, 4}, 1), b = filled({4}, 2);
+  Tensor out = (x.matmul(w) + b).relu();
+  EXPECT_EQ(kernels_for(out), 1u);
+  const std::vector<float> got = out.data<float>();
+  const std::vector<float> xv = x.data<float>(), wv = w.data<float>(), bv = b.data<float>();
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j) {
+      double acc = bv[j];
+      for (size_t k = 0; k < 5; ++k) acc += static_cast<double>(xv[i * 5 + k]) * wv[k * 4 + j];
+      EXPECT_NEAR(got[i * 4 + j], std::max(0.0, acc), 1e-4);
+    }
+}
+
+TEST(FrameworkKernelCount, ReshapeTimesIsOneKernel) {
+  Tensor x = filled({2, 3}, 0), y = filled({6}, 1);
+  EXPECT_EQ(kernels_for(x.reshape({6}) * y), 1u);
+}
+
+TEST(FrameworkKernelCount, TransposeContiguousIsOneKernel) {
+  Tensor a = filled({3, 4}, 0);
+  Tensor t = a.transpose().contiguous();
+  EXPECT_EQ(kernels_for(t), 1u);
+  const std::vector<float> got = t.data<float>(), av = a.data<float>();
+  for (size_t i = 0; i < 4; ++i)
+    for (size_t j = 0; j < 3; ++j) EXPECT_EQ(got[i * 3 + j], av[j * 4 + i]);
+}
+
+TEST(FrameworkKernelCount, ChainOfTwentyElementwiseIsOneKernel) {
+  Tensor x = filled({16}, 0);
+  Tensor y = x;
+  for (int k = 0; k < 20; ++k) y = (k % 2) ? y * 1.01 : y + 0.5;
+  EXPECT_EQ(kernels_for(y), 1u);
+}
+
+}  // namespace
+}  // namespace hcq
