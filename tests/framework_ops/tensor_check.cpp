@@ -1,6 +1,7 @@
 // Tensors to and from the reference, the inputs and the tolerance table (tensor_check.hpp).
 #include "framework_ops/tensor_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -215,6 +216,42 @@ Tolerance tolerance(DType result, Accuracy accuracy) {
   if (got.dtype() != dtype)
     return ::testing::AssertionFailure() << "dtype " << name_of(got.dtype()) << ", want " << name_of(dtype);
   return matches(to_array(got), want, tol);
+}
+
+void expect_all(const std::vector<Check>& checks) {
+  // Groups of results with one dtype and shape, in first-seen order.
+  std::vector<std::pair<Tensor, std::vector<size_t>>> groups;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const Tensor& t = checks[i].got;
+    if (t.dtype() != checks[i].dtype)
+      ADD_FAILURE() << checks[i].name << ": dtype " << name_of(t.dtype()) << ", want " << name_of(checks[i].dtype);
+    auto same = [&](const auto& g) {
+      const Tensor& first = checks[g.second[0]].got;
+      return first.dtype() == t.dtype() && first.shape() == t.shape();
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end()) groups.push_back({Tensor(), {i}});
+    else it->second.push_back(i);
+  }
+  std::vector<Tensor> stacks;
+  for (auto& [stacked, members] : groups) {
+    std::vector<Tensor> parts;
+    for (size_t i : members) parts.push_back(checks[i].got);
+    stacked = parts.size() == 1 ? parts[0] : Tensor::stack(parts, 0);
+    stacks.push_back(stacked);
+  }
+  Tensor::realize(stacks);
+  for (const auto& [stacked, members] : groups) {
+    const ref::Array all = to_array(stacked);
+    const size_t n = all.values.size() / members.size();
+    for (size_t k = 0; k < members.size(); ++k) {
+      const Check& c = checks[members[k]];
+      const auto first = all.values.begin() + static_cast<std::ptrdiff_t>(k * n);
+      const ref::Array got(c.got.shape(), std::vector<double>(first, first + static_cast<std::ptrdiff_t>(n)));
+      const ::testing::AssertionResult r = matches(got, c.want, c.tol);
+      if (!r) ADD_FAILURE() << c.name << ": " << r.message();
+    }
+  }
 }
 
 }  // namespace hcq::optest
