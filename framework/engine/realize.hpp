@@ -19,6 +19,11 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots);
 // Copies a realized buffer view's elements to the host (waits for the kernels that write it).
 void read_buffer_view(const Node& view, std::span<std::byte> out);
 
+// Only the scheduling half of realize_nodes (callify, then the schedule cache, building on a miss), for
+// benchmarks of its cost: returns the number of kernels and sets *hit. Runs nothing. The roots must not be
+// realized already.
+size_t schedule_only(const std::vector<Node>& roots, bool* hit);
+
 FrameworkCounters counters();
 // Forget every cached schedule (benchmarks of the miss path; tests).
 void clear_schedule_cache();
