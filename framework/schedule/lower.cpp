@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <map>
 
 #include "framework/ir/shape_of.hpp"
@@ -90,25 +91,25 @@ class Lowerer {
   // The value of tensor-level node n at index idx (one entry per dimension of n), where `gate` (bool, or null for
   // always) says whether the element is inside every enclosing pad.
   Node value(const Node& n, const std::vector<Node>& idx, const Node& gate) {
-    Key key{n.get(), {}, gate.get()};
-    key.idx.reserve(idx.size());
-    for (const Node& i : idx) key.idx.push_back(i.get());
+    Key key{n, idx, gate};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     Node out = compute(n, idx, gate);
     memo_.emplace(std::move(key), out);
-    keep_.push_back(n);
     return out;
   }
 
  private:
+  // The key owns its nodes: index nodes made during lowering may have no other owner, and a freed node's address
+  // can be reused by a new one, which would then hit another index's entry.
   struct Key {
-    const NodeData* n;
-    std::vector<const NodeData*> idx;
-    const NodeData* gate;
+    Node n;
+    std::vector<Node> idx;
+    Node gate;
     bool operator<(const Key& o) const {
-      if (n != o.n) return n < o.n;
-      if (gate != o.gate) return gate < o.gate;
-      return idx < o.idx;
+      if (n != o.n) return n.get() < o.n.get();
+      if (gate != o.gate) return gate.get() < o.gate.get();
+      return std::lexicographical_compare(idx.begin(), idx.end(), o.idx.begin(), o.idx.end(),
+                                          [](const Node& a, const Node& b) { return a.get() < b.get(); });
     }
   };
 
@@ -217,7 +218,6 @@ class Lowerer {
   const NodeData* root_;
   std::unordered_map<uint32_t, int64_t> local_;
   std::map<Key, Node> memo_;
-  std::vector<Node> keep_;
 };
 
 }  // namespace

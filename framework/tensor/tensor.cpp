@@ -37,8 +37,9 @@ Tensor::Tensor(std::span<const std::byte> bytes, Shape shape, DType dtype, std::
     if (d < 0) throw ShapeError(hcq::cat("tensor: negative dimension in ", shape_str(shape)));
   const int64_t n = fw::numel(shape);
   if (bytes.size() % dtype_size(dtype) != 0)
-    throw ShapeError(hcq::cat("tensor: ", bytes.size(), " bytes of data are not a whole number of ", dtype_name(dtype),
-                              " elements (", dtype_size(dtype), " bytes each)"));
+    throw ShapeError(hcq::cat("tensor: ", bytes.size(), " bytes of data for shape ", shape_str(shape),
+                              " are not a whole number of ", dtype_name(dtype), " elements (", dtype_size(dtype),
+                              " bytes each)"));
   if (static_cast<uint64_t>(n) * dtype_size(dtype) != bytes.size())
     throw ShapeError(hcq::cat("tensor: ", bytes.size() / dtype_size(dtype), " elements of data for shape ",
                          shape_str(shape), " (", n, " elements)"));
