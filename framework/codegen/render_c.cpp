@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "framework/codegen/c_prelude.hpp"
 #include "framework/codegen/render.hpp"
@@ -136,6 +137,8 @@ class CRenderer {
     if (facts_.optimize && !out_ranges.empty() && work >= 32768)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
+    choose_upcast(kernel, out_ranges);
+    if (lane_) rk.name += tag("_up", upcast_);
 
     // Open the output loops.
     Scope* cur = &root_;
@@ -145,25 +148,27 @@ class CRenderer {
       auto* s = new Scope{cur, cur->depth + 1, {}, {}};
       owned_.emplace_back(s);
       if (k == 0 && groups > 1) {
-        const int64_t chunk = (r->i[1] + groups - 1) / groups;
+        int64_t chunk = (r->i[1] + groups - 1) / groups;
+        if (r == lane_) chunk = (chunk + upcast_ - 1) / upcast_ * upcast_;  // groups start on a lane boundary
         root_.lines.push_back("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(chunk) + ";");
         root_.lines.push_back("const int64_t hi = lo + " + std::to_string(chunk) + " < " + std::to_string(r->i[1]) +
                               " ? lo + " + std::to_string(chunk) + " : " + std::to_string(r->i[1]) + ";");
-        s->header = "for (int64_t " + v + " = lo; " + v + " < hi; ++" + v + ") {";
+        s->header = "for (int64_t " + v + " = lo; " + v + " < hi;" + loop_step(r, v) + ") {";
       } else {
-        s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+        s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + ";" + loop_step(r, v) + ") {";
       }
       range_scope_[r] = s;
       names_[r] = v;
       cur = s;
     }
-    const std::string idx = emit(store->src[1]);
-    const std::string val = emit(store->src[2]);
+    emit(store->src[1]);
+    emit(store->src[2]);
+    const std::string idx = ref(store->src[1].get()), val = ref(store->src[2].get());
     const DType t = store->src[0]->dtype;
     std::string stored = val;
     if (t == DType::float16) stored = "hcq_f2h(" + val + ")";
     if (t == DType::bfloat16) stored = "hcq_f2b(" + val + ")";
-    cur->lines.push_back("b0[" + idx + "] = " + stored + ";");
+    cur->lines.push_back(lane_prefix(store.get()) + "b0[" + idx + "] = " + stored + ";");
     while (cur != &root_) {
       Scope* p = cur->parent;
       close(cur);
@@ -185,6 +190,72 @@ class CRenderer {
   }
 
  private:
+  // Upcast (tinygrad's UPCAST): in a reduce kernel, the last output loop steps by U and every value that depends on
+  // it becomes a U-wide array computed in a short inner loop, which clang turns into vector code. Worth it when a
+  // load in the reduce body does not depend on that loop (its value is reused U times, e.g. a row of a matmul's
+  // left operand) and another reads it contiguously (the U lanes are one vector load).
+  void choose_upcast(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (!facts_.optimize || out_ranges.empty()) return;
+    const NodeData* r = out_ranges.back();
+    const NodeData* reduce = nullptr;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::REDUCE) reduce = n;
+    if (!reduce) return;
+    const DType t = kernel->src[0]->src[0]->dtype;
+    const int64_t u = t == DType::int64 ? 8 : 16;
+    if (r->i[1] % u != 0) return;
+    bool reused = false, contiguous = false;
+    for (const NodeData* n : toposort({reduce->src[0]})) {
+      if (n->op != Op::LOAD) continue;
+      const std::vector<const NodeData*>& d = deps(n);
+      if (std::find(d.begin(), d.end(), r) == d.end()) reused = true;
+      else if (coefficient(n->src[1].get(), r) == 1) contiguous = true;
+    }
+    if (!reused || !contiguous) return;
+    lane_ = r;
+    upcast_ = u;
+    deps_.clear();
+  }
+
+  // The coefficient of range r in an index that is a sum of (range * constant) terms and constants; 0 when absent,
+  // -1 when r appears otherwise (inside a div or mod).
+  int64_t coefficient(const NodeData* idx, const NodeData* r) {
+    if (idx == r) return 1;
+    const std::vector<const NodeData*>& d = deps(idx);
+    if (std::find(d.begin(), d.end(), r) == d.end()) return 0;
+    if (idx->op == Op::ADD) {
+      const int64_t a = coefficient(idx->src[0].get(), r), b = coefficient(idx->src[1].get(), r);
+      return a < 0 || b < 0 ? -1 : a + b;
+    }
+    if (idx->op == Op::MUL && idx->src[1]->op == Op::CONST) {
+      const int64_t a = coefficient(idx->src[0].get(), r);
+      return a <= 0 ? -1 : a * idx->src[1]->i[0];
+    }
+    return -1;
+  }
+
+  std::string loop_step(const NodeData* r, const std::string& v) const {
+    return r == lane_ ? " " + v + tag(" += ", upcast_) : " ++" + v;
+  }
+  bool in_lane(const NodeData* n) {
+    if (!lane_) return false;
+    if (n == lane_) return true;
+    const std::vector<const NodeData*>& d = deps(n);
+    return std::find(d.begin(), d.end(), lane_) != d.end();
+  }
+  // "for (u...) " before a statement on lane values.
+  std::string lane_prefix(const NodeData* n) {
+    return in_lane(n) ? tag("for (int64_t u = 0; u < ", upcast_) + "; ++u) " : std::string();
+  }
+  // How a statement refers to n: its lane element inside a lane loop, else its name (or literal).
+  std::string ref(const NodeData* n) {
+    if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
+    if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    const std::string& name = names_.at(n);
+    if (n == lane_) return "(" + name + " + u)";
+    return in_lane(n) && !inline_.count(n) ? name + "[u]" : name;
+  }
+
   // The ranges a node depends on (sorted ids), minus the ranges a REDUCE consumes.
   const std::vector<const NodeData*>& deps(const NodeData* n) {
     if (auto it = deps_.find(n); it != deps_.end()) return it->second;
@@ -216,8 +287,18 @@ class CRenderer {
   }
 
   std::string define(const NodeData* n, const std::string& type, const std::string& expr) {
+    if (in_lane(n) && n->dtype == kIndex && (n->op == Op::ADD || n->op == Op::MUL)) {
+      // Lane index arithmetic stays an expression of u, so clang sees b[base + u] as one contiguous vector load
+      // (an array of indices would turn it into a gather).
+      names_[n] = "(" + expr + ")";
+      inline_.insert(n);
+      return names_[n];
+    }
     const std::string v = tag("v", next_var_++);
-    scope_of(n)->lines.push_back(type + " " + v + " = " + expr + ";");
+    if (in_lane(n))
+      scope_of(n)->lines.push_back(type + " " + v + tag("[", upcast_) + "]; " + lane_prefix(n) + v + "[u] = " + expr + ";");
+    else
+      scope_of(n)->lines.push_back(type + " " + v + " = " + expr + ";");
     names_[n] = v;
     return v;
   }
@@ -229,7 +310,10 @@ class CRenderer {
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
     if (n->op == Op::REDUCE) return emit_reduce(n);
     std::vector<std::string> a;
-    for (const Node& s : n->src) a.push_back(emit(s));
+    for (const Node& s : n->src) {
+      emit(s);
+      a.push_back(ref(s.get()));
+    }
     return define(n, value_type(n->dtype), expr(n, a));
   }
 
@@ -237,21 +321,30 @@ class CRenderer {
     const Op op = static_cast<Op>(n->i[0]);
     const std::string acc = tag("acc", next_var_++);
     Scope* home = scope_of(n);
-    home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " +
-                          literal(n->dtype, reduce_identity(op, n->dtype)) + ";");
+    const std::string init = literal(n->dtype, reduce_identity(op, n->dtype));
+    if (in_lane(n))
+      home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + tag("[", upcast_) + "]; " +
+                            lane_prefix(n) + acc + "[u] = " + init + ";");
+    else
+      home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " + init + ";");
     Scope* cur = home;
     for (size_t k = 1; k < n->src.size(); ++k) {
       const NodeData* r = n->src[k].get();
       const std::string v = tag("r", r->i[0]);
       auto* s = new Scope{cur, cur->depth + 1, {}, {}};
       owned_.emplace_back(s);
-      s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      // With upcast lanes the vectors are across the lanes: left alone, clang would vectorise this loop instead
+      // (with gathers across the reduce axis).
+      s->header = std::string(lane_ ? "_Pragma(\"clang loop vectorize(disable)\") " : "") + "for (int64_t " + v +
+                  " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
       range_scope_[r] = s;
       names_[r] = v;
       cur = s;
     }
-    const std::string body = emit(n->src[0]);
-    cur->lines.push_back(acc + " = " + combine(op, n->dtype, acc, body) + ";");
+    names_[n] = acc;  // refs below read it as a lane array when the reduce is upcast
+    emit(n->src[0]);
+    const std::string body = ref(n->src[0].get()), a = ref(n);
+    cur->lines.push_back(lane_prefix(n) + a + " = " + combine(op, n->dtype, a, body) + ";");
     while (cur != home) {
       Scope* p = cur->parent;
       close(cur);
@@ -349,6 +442,9 @@ class CRenderer {
 
   TargetFacts facts_;
   Scope root_;
+  const NodeData* lane_ = nullptr;  // the upcast output range, if any
+  std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
+  int64_t upcast_ = 1;
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;

@@ -14,9 +14,11 @@ namespace hcq::fw {
 namespace {
 
 std::mutex g_mu;
+// Made after the registry opened the devices, so destroyed before it at exit: the programs unload while their
+// devices live.
 std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>>& cache() {
-  static auto* c = new std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>>();
-  return *c;
+  static std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> c;
+  return c;
 }
 std::atomic<uint64_t> g_compiled{0};
 

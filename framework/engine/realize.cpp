@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "framework/engine/compile.hpp"
+#include "framework/engine/submit.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/realize_map.hpp"
 #include "framework/schedule/schedule.hpp"
@@ -31,9 +32,20 @@ struct CacheEntry {
   std::shared_ptr<const Schedule> schedule;
 };
 std::mutex g_cache_mu;
-std::unordered_map<const NodeData*, CacheEntry>& schedule_cache() {
-  static auto* c = new std::unordered_map<const NodeData*, CacheEntry>();
-  return *c;
+// Keyed by the parameterised graph and the code generator's options (HCQ_NOOPT changes the kernels).
+struct CacheKey {
+  const NodeData* sink;
+  bool noopt;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const { return k.sink->hash * 2 + (k.noopt ? 1 : 0); }
+};
+// Made at the first realize, after the registry, so destroyed before it at exit (its kernels' programs unload
+// while their devices live).
+std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>& schedule_cache() {
+  static std::unordered_map<CacheKey, CacheEntry, CacheKeyHash> c;
+  return c;
 }
 constexpr size_t kMaxCachedSchedules = 4096;
 
@@ -87,9 +99,10 @@ void print_debug_graph(const char* title, const Node& n) { std::fprintf(stderr, 
 // The schedule of a callified graph: from the cache, or built and cached.
 std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, bool* hit) {
   std::shared_ptr<const Schedule> sched;
+  const CacheKey key{call.sink.get(), knobs::noopt()};
   {
     std::lock_guard lock(g_cache_mu);
-    if (auto it = schedule_cache().find(call.sink.get()); it != schedule_cache().end()) sched = it->second.schedule;
+    if (auto it = schedule_cache().find(key); it != schedule_cache().end()) sched = it->second.schedule;
   }
   *hit = sched != nullptr;
   if (sched) {
@@ -103,7 +116,7 @@ std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, 
     for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
   std::lock_guard lock(g_cache_mu);
   if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
-  schedule_cache().emplace(call.sink.get(), CacheEntry{call.sink, sched});
+  schedule_cache().emplace(key, CacheEntry{call.sink, sched});
   return sched;
 }
 
@@ -169,9 +182,15 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
   }
 
-  // Run.
+  // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.
+  std::unique_ptr<KernelBatch> batch;
+  auto flush = [&] {
+    if (batch) batch->submit();
+    batch.reset();
+  };
   for (const Step& st : s.steps) {
     if (st.kind == Step::Kind::copy) {
+      flush();
       bufs[st.slots[0]]->copy_from(*bufs[st.slots[1]]);
       g_copies.fetch_add(1);
       continue;
@@ -185,9 +204,10 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
     for (size_t j = 0; j < st.slots.size(); ++j) addrs[j] = bufs[st.slots[j]] ? bufs[st.slots[j]]->va() : 0;
     const Program& prog = *st.kernel->program;
+    const std::span<const uint64_t> args(addrs, st.slots.size());
     if (debug >= 2) {
-      const std::optional<double> secs = prog(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global,
-                                              st.local, true);
+      flush();
+      const std::optional<double> secs = prog(args, {}, st.global, st.local, true);
       const double us = secs.value_or(0) * 1e6;
       const RenderedKernel& rk = st.kernel->rendered;
       std::fprintf(stderr, "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s\n",
@@ -196,10 +216,13 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
                    us > 0 ? rk.flops / us / 1e3 : 0.0);
       if (debug >= 4) std::fprintf(stderr, "%s\n", rk.source.c_str());
     } else {
-      prog.launch(std::span<const uint64_t>(addrs, st.slots.size()), {}, st.global, st.local);
+      if (batch && batch->device().name() != st.device) flush();
+      if (!batch) batch = std::make_unique<KernelBatch>(prog.device());
+      batch->add(prog, args, st.global, st.local);
     }
     g_kernels.fetch_add(1);
   }
+  flush();
   if (debug >= 1) {
     const auto t2 = std::chrono::steady_clock::now();
     std::fprintf(stderr, "HCQ_DEBUG: realize: %zu kernels, %zu steps, schedule (%s) %.1f us, run %.1f us\n",

@@ -190,7 +190,13 @@ std::string to_string(const Node& root) {
       for (size_t j = 0; j < n->src.size(); ++j) os << (j ? ", %" : "%") << id[n->src[j].get()];
       os << ")";
     }
-    if (!n->i.empty()) {
+    if (n->op == Op::REDUCE_AXIS || n->op == Op::REDUCE) {
+      os << " [" << op_name(static_cast<Op>(n->i[0]));
+      for (size_t j = 1; j < n->i.size(); ++j) os << (j == 1 ? ", axes " : " ") << n->i[j];
+      os << "]";
+    } else if (n->op == Op::RANGE) {
+      os << " [r" << n->i[0] << " 0.." << n->i[1] << (n->i[2] ? " reduce]" : "]");
+    } else if (!n->i.empty()) {
       os << " [";
       for (size_t j = 0; j < n->i.size(); ++j) os << (j ? ", " : "") << n->i[j];
       os << "]";

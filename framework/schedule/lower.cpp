@@ -125,6 +125,9 @@ class Lowerer {
         return load(it->second, n.get(), flat_index(idx, n->shape), gate);
       }
     }
+    // A zero-size tensor inside a kernel that is not empty (padded, or concatenated with others) is never read at
+    // a valid index: its value is a placeholder (and its reshape would divide by a zero extent).
+    if (n->op != Op::PARAM && numel(n->shape) == 0) return const_node(n->dtype, 0);
     switch (n->op) {
       case Op::PARAM:
         note_read(n.get());

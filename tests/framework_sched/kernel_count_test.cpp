@@ -96,3 +96,18 @@ TEST(FrameworkKernelCount, ChainOfTwentyElementwiseIsOneKernel) {
 
 }  // namespace
 }  // namespace hcq
+
+namespace hcq {
+namespace {
+
+// docs/framework.md follows this expression through every stage (run it with HCQ_DEBUG=5).
+TEST(FrameworkWalkthrough, ReshapeMulSum) {
+  Tensor x(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor y(std::vector<float>{1, -1, 2, -2, 3, -3}, {6});
+  Tensor s = (x.reshape({6}) * y).sum();
+  EXPECT_EQ(kernels_for(s), 1u);
+  EXPECT_EQ(s.item(), 1 - 2 + 6 - 8 + 15 - 18);
+}
+
+}  // namespace
+}  // namespace hcq

@@ -83,4 +83,12 @@ nm -C "$work/consumer-full" >"$work/consumer-full.nm"  # to a file: grep -q woul
 grep -q 'hcq::sim::' "$work/consumer-full.nm" || fail "the program built from hcq.pc has no simulator in it"
 out_full=$("$work/consumer-full" 2>&1) || fail "the program built from hcq.pc failed: $out_full"
 
-echo "ok: installed, built against hcq-cpu.pc (no LLVM, no simulators) and hcq.pc, both ran, $((SECONDS - start)) s"
+# The README's framework example, against hcq-cpu.pc: it must print the values computed by hand.
+flags=$(pkg-config --cflags --libs hcq-cpu)
+# shellcheck disable=SC2086  # the flags are words
+"$cxx" -std=c++20 -O1 tests/install/tensor_example.cpp $flags -o "$work/tensor-example" >"$work/tensor.log" 2>&1 ||
+  { cat "$work/tensor.log"; fail "building the README's tensor example against hcq-cpu.pc failed"; }
+out_tensor=$(HCQ_CACHE_DIR=$work/cache "$work/tensor-example" 2>&1) || fail "the tensor example failed: $out_tensor"
+[[ $out_tensor == "6 16.5 " ]] || fail "the tensor example printed '$out_tensor', not '6 16.5 '"
+
+echo "ok: installed, built against hcq-cpu.pc (no LLVM, no simulators) and hcq.pc, both ran, the tensor example computed, $((SECONDS - start)) s"
