@@ -225,11 +225,11 @@ constexpr const char* kEwiseLoopSource =
     "  float* restrict c = HCQ_BUF(float, 0);\n"
     "  const float* restrict a = HCQ_BUF(float, 1);\n"
     "  const float* restrict b = HCQ_BUF(float, 2);\n"
-    "  const uint32_t n = HCQ_VAL(0);\n"
-    "  const uint32_t chunk = (n + HCQ_NUM_GROUPS(0) - 1) / HCQ_NUM_GROUPS(0);\n"
-    "  const uint32_t lo = HCQ_GROUP_ID(0) * chunk;\n"
-    "  const uint32_t hi = n - lo < chunk ? n : lo + chunk;\n"
-    "  for (uint32_t i = lo; i < hi; ++i) c[i] = a[i] * b[i] + 1.0f;\n"
+    "  const uint64_t n = HCQ_VAL(0);\n"
+    "  const uint64_t chunk = (n + HCQ_NUM_GROUPS(0) - 1) / HCQ_NUM_GROUPS(0);\n"
+    "  const uint64_t lo = HCQ_GROUP_ID(0) * chunk < n ? HCQ_GROUP_ID(0) * chunk : n;\n"
+    "  const uint64_t hi = lo + chunk < n ? lo + chunk : n;\n"
+    "  for (uint64_t i = lo; i < hi; ++i) c[i] = a[i] * b[i] + 1.0f;\n"
     "}\n";
 
 }  // namespace
