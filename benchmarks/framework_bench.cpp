@@ -113,7 +113,7 @@ void BM_EwiseLoop(benchmark::State& state, const char* device) {
   hcq::Device* dev = open_or_skip(state, device);
   if (dev == nullptr) return;
   const EwiseOperands in(dev->name());
-  const hcq::tool::EwiseLoop loop(*dev);
+  hcq::tool::EwiseLoop loop(*dev);
   hcq::Buffer c(*dev, kEwiseElements * sizeof(float));
   const auto n = static_cast<uint32_t>(kEwiseElements);
   loop.launch(c, buffer_of(in.a), buffer_of(in.b), n);

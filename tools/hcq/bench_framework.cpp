@@ -15,6 +15,7 @@
 #include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "hcq/hw_queue.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/program.hpp"
 #include "stats.hpp"
@@ -114,7 +115,7 @@ void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchR
   const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(float);
   Tensor a = Tensor::rand({n}, dtypes::float32, dev.name()).realize();
   Tensor b = Tensor::rand({n}, dtypes::float32, dev.name()).realize();
-  const EwiseLoop loop(dev);
+  EwiseLoop loop(dev);
   Buffer loop_out(dev, bytes);
   const Buffer& a_buf = buffer_of(a);
   const Buffer& b_buf = buffer_of(b);
@@ -256,15 +257,18 @@ Tensor Mlp::new_input() const {
 }
 
 EwiseLoop::EwiseLoop(Device& dev)
-    : program_(dev.load_program("ewise_loop", dev.compiler().compile_cached(kEwiseLoopSource))),
+    : dev_(dev),
+      program_(dev.load_program("ewise_loop", dev.compiler().compile_cached(kEwiseLoopSource))),
       workers_(knobs::cpu_threads()) {}
 
 EwiseLoop::~EwiseLoop() = default;
 
-void EwiseLoop::launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n) const {
-  const std::array<const Buffer*, 3> bufs{&c, &a, &b};
-  const std::array<uint32_t, 1> vals{n};
-  program_->launch(bufs, vals, {workers_, 1, 1}, {1, 1, 1});
+void EwiseLoop::launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n) {
+  const LaunchArgs args{{Sym(c.va()), Sym(a.va()), Sym(b.va())}, {Sym(n)}};
+  const Dims global{Sym(workers_), Sym(1), Sym(1)}, local{Sym(1), Sym(1), Sym(1)};
+  std::unique_ptr<HWQueue> queue = dev_.compute_queue();
+  dev_.submit(*queue, [&](HWQueue& q) { q.exec(*program_, args, global, local); });
+  last_queue_ = std::move(queue);
 }
 
 FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& cfg, std::vector<std::string>& errors) {

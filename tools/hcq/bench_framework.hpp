@@ -21,6 +21,7 @@
 namespace hcq {
 class Buffer;
 class Device;
+class HWQueue;
 class Program;
 }  // namespace hcq
 
@@ -85,16 +86,22 @@ struct Mlp {
 };
 
 // The yardstick of ewise_gbps: `c[i] = a[i] * b[i] + 1.0f` in HCQ C, one contiguous chunk per workgroup, one
-// workgroup per worker of the CPU device (HCQ_CPU_THREADS, as the framework's kernels are split).
+// workgroup per worker of the CPU device (HCQ_CPU_THREADS, as the framework's kernels are split), compiled by the
+// device's compiler and submitted as the framework submits a realize's kernels (framework/engine/submit.cpp): a
+// compute queue with the exec, Device::submit on the timeline, the queue kept instead of destroyed at once (a
+// queue's destructor waits until the device has consumed it, which Program::launch would add to every launch).
 class EwiseLoop {
  public:
   explicit EwiseLoop(Device& dev);
   ~EwiseLoop();
-  // Launches c = a * b + 1 over n floats on the device's timeline; returns without waiting.
-  void launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n) const;
+  // Submits c = a * b + 1 over n floats; returns without waiting. The previous launch's queue is destroyed here
+  // (after the caller has waited for that launch, this costs nothing).
+  void launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n);
 
  private:
+  Device& dev_;
   std::unique_ptr<Program> program_;
+  std::unique_ptr<HWQueue> last_queue_;
   uint32_t workers_;
 };
 
