@@ -55,7 +55,7 @@ double measure_eager_op(Device& dev, const FrameworkBenchConfig& cfg) {
   }
   // Every op ran: each element counted them all (exact in float32 below 2^24).
   const double ops = cfg.eager_warmup + static_cast<double>(cfg.eager_reps) * cfg.eager_ops;
-  for (float v : x.data<float>()) check_close(v, ops, 0, "eager_op_us: x after the ops");
+  for (float v : x.data<float>()) check_close(v, ops, 0, "x after the ops");
   return median(per_op_us);
 }
 
@@ -81,15 +81,15 @@ ScheduleTimes measure_schedule(Device& dev, const FrameworkBenchConfig& cfg) {
     auto t0 = Clock::now();
     kernels = fw::schedule_only({miss_graph.node()}, &was_hit);
     auto t1 = Clock::now();
-    if (was_hit) throw Error("schedule_us: a schedule was found in the cache just cleared");
+    if (was_hit) throw Error("a schedule was found in the cache just cleared");
     miss.push_back(elapsed_us(t0, t1));
 
     t0 = Clock::now();
     const size_t hit_kernels = fw::schedule_only({hit_graph.node()}, &was_hit);
     t1 = Clock::now();
-    if (!was_hit) throw Error("schedule_us: an equal graph on new input buffers missed the schedule cache");
+    if (!was_hit) throw Error("an equal graph on new input buffers missed the schedule cache");
     if (hit_kernels != kernels) {
-      throw Error(cat("schedule_us: the hit scheduled ", hit_kernels, " kernels, the miss ", kernels));
+      throw Error(cat("the hit scheduled ", hit_kernels, " kernels, the miss ", kernels));
     }
     hit.push_back(elapsed_us(t0, t1));
   }
@@ -144,7 +144,7 @@ void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchR
   for (size_t i = 0; i < av.size(); ++i) {
     const double want = static_cast<double>(av[i]) * bv[i] + 1.0;
     if (std::abs(cv[i] - want) > kEwiseTolerance * want || std::abs(lv[i] - want) > kEwiseTolerance * want) {
-      throw Error(cat("ewise_gbps: element ", i, ": framework ", cv[i], ", loop ", lv[i], ", expected ", want));
+      throw Error(cat("element ", i, ": framework ", cv[i], ", loop ", lv[i], ", expected ", want));
     }
   }
   r.ewise_gbps = median(framework_gbps);
@@ -191,7 +191,7 @@ void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBench
     framework_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
   }
   const std::vector<float> av = read_floats(a), bv = read_floats(b);
-  check_rows(read_floats(c), av, bv, n, "matmul_gflops: Tensor::matmul");
+  check_rows(read_floats(c), av, bv, n, "Tensor::matmul");
   r.matmul_gflops = median(framework_gflops);
   r.matmul_n = n;
 
@@ -208,7 +208,7 @@ void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBench
     sgemm();
     blas_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
   }
-  check_rows(blas_out, av, bv, n, "openblas_gflops: cblas_sgemm");
+  check_rows(blas_out, av, bv, n, "cblas_sgemm");
   r.openblas_gflops = median(blas_gflops);
 }
 
