@@ -52,6 +52,7 @@ std::string literal(DType t, double v) {
   }
   if (t == DType::bool_) return v != 0 ? "1" : "0";
   if (t == DType::uint32 || t == DType::uint8) return std::to_string(static_cast<uint64_t>(v)) + "u";
+  if (v >= 9223372036854775807.0) return "9223372036854775807LL";  // INT64_MAX is not a double: the reduce identity
   const int64_t i = static_cast<int64_t>(v);
   if (i == INT64_MIN) return "(-9223372036854775807LL-1)";
   return i < 0 ? "(" + std::to_string(i) + "LL)" : std::to_string(i) + "LL";

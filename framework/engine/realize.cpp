@@ -136,6 +136,12 @@ Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
                    std::move(mem));
 }
 
+const Node* assign_base(const Node& n) {
+  const Node* t = &n;
+  while ((*t)->op == Op::ASSIGN) t = &(*t)->src[0];
+  return is_buffer_view(*t) ? t : nullptr;
+}
+
 bool is_buffer_view(const Node& n) {
   const NodeData* b = n->op == Op::RESHAPE ? n->src[0].get() : n.get();
   return b->op == Op::BUFFER;
@@ -239,7 +245,11 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     const uint32_t slot = s.root_slots[t++];
     Node view = t_reshape(slot_nodes[slot], root->shape);
     root->set_realized(view);
-    if (roots[k] != root) roots[k]->set_realized(view);
+    slot_nodes[slot]->add_realized_from(root);
+    if (roots[k] != root) {
+      roots[k]->set_realized(view);
+      slot_nodes[slot]->add_realized_from(roots[k]);
+    }
     result[k] = view;
   }
   return result;

@@ -14,6 +14,8 @@ namespace hcq::fw {
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
 // A BUFFER, or a RESHAPE of one with the same element count: a realized tensor.
 bool is_buffer_view(const Node& n);
+// The buffer view an assign chain (ASSIGN(ASSIGN(view, v1), v2)...) writes, or null when it ends elsewhere.
+const Node* assign_base(const Node& n);
 // Realizes the roots in one schedule; returns, for each, its realized node (a buffer view of the root's shape).
 std::vector<Node> realize_nodes(const std::vector<Node>& roots);
 // Copies a realized buffer view's elements to the host (waits for the kernels that write it).

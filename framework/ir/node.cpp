@@ -60,6 +60,22 @@ void NodeData::set_realized(Node n) const {
   realized_ = std::move(n);
 }
 
+void NodeData::add_realized_from(const Node& lazy) const {
+  std::lock_guard lock(realized_mu_);
+  std::erase_if(realized_from_, [](const std::weak_ptr<const NodeData>& w) { return w.expired(); });
+  realized_from_.push_back(lazy);
+}
+
+void NodeData::unlink_realized_from() const {
+  std::vector<std::weak_ptr<const NodeData>> from;
+  {
+    std::lock_guard lock(realized_mu_);
+    from.swap(realized_from_);
+  }
+  for (const std::weak_ptr<const NodeData>& w : from)
+    if (Node lazy = w.lock()) lazy->set_realized(nullptr);
+}
+
 const std::string& NodeData::device() const {
   static const std::string none;
   const NodeData* n = this;

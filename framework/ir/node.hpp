@@ -46,6 +46,11 @@ struct NodeData {
   Node realized() const;
   void set_realized(Node n) const;
 
+  // BUFFER only: the lazy nodes realized into this buffer (weakly). An assign that overwrites the buffer unlinks
+  // them, so graphs that still hold one compute its value anew instead of reading the overwritten memory.
+  void add_realized_from(const Node& lazy) const;
+  void unlink_realized_from() const;
+
   const std::string& device() const;  // tensor level: the device of the value
   bool is_const(double v) const;      // a CONST of this value
   double const_value() const;         // CONST: the value as a double
@@ -55,6 +60,7 @@ struct NodeData {
  private:
   mutable std::mutex realized_mu_;
   mutable Node realized_;
+  mutable std::vector<std::weak_ptr<const NodeData>> realized_from_;
   friend Node make_node(Op, DType, std::vector<Node>, std::vector<int64_t>, double, std::string,
                         std::shared_ptr<Buffer>);
 };

@@ -22,7 +22,11 @@
 namespace hcq::fw {
 namespace {
 
-const NodeData* param_of(const NodeData* n) { return n->op == Op::RESHAPE ? n->src[0].get() : n; }
+// The PARAM a parameter view or an assign chain (ASSIGN(ASSIGN(view, v1), v2)) refers to.
+const NodeData* param_of(const NodeData* n) {
+  while (n->op == Op::ASSIGN) n = n->src[0].get();
+  return n->op == Op::RESHAPE ? n->src[0].get() : n;
+}
 
 struct Pending {
   Step step;
@@ -149,6 +153,12 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
       after[from].push_back(to);
       ++indegree[to];
     };
+    for (size_t k = 0; k < n_steps; ++k) {
+      // Two assigns to one buffer in a chain: the outer one writes after the inner one (write-after-write).
+      const NodeData* w = pending[k].writes;
+      if (w->op == Op::ASSIGN && w->src[0]->op == Op::ASSIGN)
+        if (auto it = writer.find(w->src[0].get()); it != writer.end()) edge(it->second, k);
+    }
     for (size_t k = 0; k < n_steps; ++k)
       for (const NodeData* r : pending[k].reads) {
         if (auto it = writer.find(r); it != writer.end()) edge(it->second, k);

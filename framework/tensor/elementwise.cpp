@@ -68,7 +68,12 @@ Tensor Tensor::neg() const {
 Tensor Tensor::add(const Tensor& o) const { return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::OR : Op::ADD, *this, o, "add"); }
 Tensor Tensor::sub(const Tensor& o) const { return binary(Op::SUB, *this, o, "sub"); }
 Tensor Tensor::mul(const Tensor& o) const { return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::AND : Op::MUL, *this, o, "mul"); }
-Tensor Tensor::div(const Tensor& o) const { return binary(Op::FDIV, as_float(*this), as_float(o), "div"); }
+// True division: the promoted type, or the default float when both are integers (int / float16 is float16).
+Tensor Tensor::div(const Tensor& o) const {
+  DType t = promote_types(dtype(), o.dtype());
+  if (!is_float(t)) t = dtypes::default_float;
+  return binary(Op::FDIV, cast(t), o.cast(t), "div");
+}
 Tensor Tensor::pow(const Tensor& o) const { return binary(Op::POW, *this, o, "pow"); }
 Tensor Tensor::maximum(const Tensor& o) const { return binary(Op::MAX, *this, o, "maximum"); }
 Tensor Tensor::minimum(const Tensor& o) const { return binary(Op::MIN, *this, o, "minimum"); }

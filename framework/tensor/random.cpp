@@ -40,15 +40,18 @@ Node random_bits(int64_t n, const std::string& dev) {
   return h;
 }
 
-// [0, 1) in float32 from the top 24 bits.
-Tensor unit_uniform(const Shape& shape, const std::string& device) {
+// [0, 1) from the top bits of the hash: as many as the dtype's significand holds (24 for float32, 11 for float16, 8
+// for bfloat16), so rounding to the dtype can never give 1.0.
+Tensor unit_uniform(const Shape& shape, const std::string& device, DType dtype = DType::float32) {
+  const int bits = dtype == DType::float16 ? 11 : dtype == DType::bfloat16 ? 8 : 24;
   for (int64_t d : shape)
     if (d < 0) throw ShapeError(hcq::cat("rand: negative dimension in ", shape_str(shape)));
   const std::string& dev = canonical_device(device);
   const int64_t n = fw::numel(shape);
-  Node bits = random_bits(n, dev);
-  Node top = t_alu(Op::SHR, DType::uint32, {bits, t_full({n}, 8, DType::uint32, dev)});
-  Node f = t_alu(Op::MUL, DType::float32, {t_cast(top, DType::float32), t_full({n}, 1.0 / 16777216.0, DType::float32, dev)});
+  Node hash = random_bits(n, dev);
+  Node top = t_alu(Op::SHR, DType::uint32, {hash, t_full({n}, 32 - bits, DType::uint32, dev)});
+  Node f = t_alu(Op::MUL, DType::float32,
+                 {t_cast(top, DType::float32), t_full({n}, std::ldexp(1.0, -bits), DType::float32, dev)});
   return Tensor(t_reshape(f, shape));
 }
 
@@ -60,7 +63,7 @@ void Tensor::manual_seed(uint64_t seed) {
 }
 
 Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
-  return unit_uniform(shape, device).cast(dtype);
+  return unit_uniform(shape, device, dtype).cast(dtype);
 }
 
 // Box-Muller over two independent uniform tensors.
@@ -72,7 +75,7 @@ Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
 
 Tensor Tensor::uniform(Shape shape, double low, double high, DType dtype, std::string device) {
   if (!(low <= high)) throw InvalidArgument(hcq::cat("uniform: low ", low, " is greater than high ", high));
-  return unit_uniform(shape, device).mul(high - low).add(low).cast(dtype);
+  return unit_uniform(shape, device, dtype).mul(high - low).add(low).cast(dtype);
 }
 
 }  // namespace hcq

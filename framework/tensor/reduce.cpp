@@ -152,6 +152,14 @@ Tensor Tensor::matmul(const Tensor& o) const {
   if (b.shape(-2) != k)
     throw ShapeError(hcq::cat("matmul: shapes ", shape_str(shape()), " and ", shape_str(o.shape()),
                          " do not align (", k, " != ", b.shape(-2), ")"));
+  const Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+  try {
+    broadcast_shape(batch_a, batch_b, "matmul");
+  } catch (const ShapeError&) {
+    throw ShapeError(hcq::cat("matmul: shapes ", shape_str(shape()), " and ", shape_str(o.shape()),
+                              " cannot be broadcast together (batch dimensions ", shape_str(batch_a), " and ",
+                              shape_str(batch_b), ")"));
+  }
   // (..., M, 1, K) * (..., 1, N, K), summed over K.
   const Tensor prod = a.unsqueeze(-2).mul(b.transpose(-1, -2).unsqueeze(-3));
   Tensor out = prod.sum(-1);

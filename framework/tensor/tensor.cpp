@@ -36,6 +36,9 @@ Tensor::Tensor(std::span<const std::byte> bytes, Shape shape, DType dtype, std::
   for (int64_t d : shape)
     if (d < 0) throw ShapeError(hcq::cat("tensor: negative dimension in ", shape_str(shape)));
   const int64_t n = fw::numel(shape);
+  if (bytes.size() % dtype_size(dtype) != 0)
+    throw ShapeError(hcq::cat("tensor: ", bytes.size(), " bytes of data are not a whole number of ", dtype_name(dtype),
+                              " elements (", dtype_size(dtype), " bytes each)"));
   if (static_cast<uint64_t>(n) * dtype_size(dtype) != bytes.size())
     throw ShapeError(hcq::cat("tensor: ", bytes.size() / dtype_size(dtype), " elements of data for shape ",
                          shape_str(shape), " (", n, " elements)"));
@@ -129,12 +132,16 @@ void Tensor::realize(std::vector<Tensor> tensors) {
 
 Tensor& Tensor::assign(const Tensor& o) {
   const Node& target = node();
-  if (!is_buffer_view(target))
+  const Node* base = assign_base(target);
+  if (!base)
     throw InvalidArgument(hcq::cat("assign: the target ", shape_str(shape()), " is not a realized buffer (realize it, or "
                               "make it with empty/zeros and realize, before assigning to it)"));
   Node value = t_cast(t_broadcast(o.node(), shape(), "assign"), dtype());
   if (value->device() != device())
     throw InvalidArgument(hcq::cat("assign: the value is on ", value->device(), ", the target on ", device()));
+  // Lazy tensors realized into this buffer earlier must not read the new contents as their value.
+  const Node& buf = (*base)->op == Op::RESHAPE ? (*base)->src[0] : *base;
+  buf->unlink_realized_from();
   impl_->node = make_node(Op::ASSIGN, dtype(), {target, value});
   return *this;
 }

@@ -96,7 +96,7 @@ class Tensor {
   size_t ndim() const { return shape().size(); }
   int64_t numel() const;
   DType dtype() const;
-  const std::string& device() const;  // the device's canonical name, e.g. "CPU"
+  const std::string& device() const;  // the device's canonical name, e.g. "CPU:0"
   bool defined() const { return impl_ != nullptr; }
 
   // ---- casts
@@ -189,7 +189,9 @@ class Tensor {
   Tensor argmax() const;  // over the flattened tensor
   Tensor argmin() const;
   Tensor any(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor any(int axis, bool keepdim = false) const { return any(std::vector<int>{axis}, keepdim); }
   Tensor all(std::vector<int> axes = {}, bool keepdim = false) const;
+  Tensor all(int axis, bool keepdim = false) const { return all(std::vector<int>{axis}, keepdim); }
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
   Tensor logsumexp(int axis, bool keepdim = false) const;
@@ -225,8 +227,10 @@ class Tensor {
   Tensor& realize();
   // Several tensors in one schedule: shared work is done once.
   static void realize(std::vector<Tensor> tensors);
-  // Stores o's value (broadcast, cast to this dtype) into this tensor's buffer in place; this must be realized or
-  // created with a buffer, and reads of the old value scheduled with it happen first.
+  // Stores o's value (broadcast, cast to this dtype) into this tensor's buffer in place. This must be realized (or
+  // made from host data, or by empty()), or itself the result of an assign. Reads of the old value scheduled in
+  // the same realize happen first; other tensors that were computed into this buffer's old value keep theirs only
+  // if they were realized into buffers of their own.
   Tensor& assign(const Tensor& o);
   Tensor to(const std::string& device) const;
   // Realizes and reads back. data<T>() needs T to be this dtype's host type (bool, int8_t, uint8_t, int32_t,
