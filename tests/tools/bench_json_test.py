@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 DEVICES = ["CPU", "SIM-AMD:gfx1100", "SIM-NV:hopper"]
+FRAMEWORK_KEYS = {"eager_op_us", "schedule_us", "ewise_gbps", "ewise_loop_gbps", "matmul_gflops", "openblas_gflops"}
+FRAMEWORK_CPU_ONLY = "the framework runs on the CPU device only (so far)"
 
 
 def check(cond, what):
@@ -44,13 +46,56 @@ def check_json(hcq, device):
     g = d["graph"]
     check(positive(g["per_kernel_ns"]) and positive(g["eager_per_kernel_ns"]), f"{device}: graph {g}")
     check(set(g["replay_us"]) == {"16", "64", "256"}, f"{device}: graph replay sizes {sorted(g['replay_us'])}")
+    check_framework_json(device, d["framework"])
+
+
+def framework_figures(f):
+    return [f["eager_op_us"], f["schedule_us"]["miss"], f["schedule_us"]["hit"], f["ewise_gbps"], f["ewise_loop_gbps"],
+            f["matmul_gflops"]["1024"], f["openblas_gflops"]["1024"]]
+
+
+def check_framework_json(device, f):
+    check(FRAMEWORK_KEYS <= set(f), f"{device}: framework keys {sorted(f)}")
+    check(set(f["schedule_us"]) == {"miss", "hit"}, f"{device}: framework schedule_us {f['schedule_us']}")
+    check(set(f["matmul_gflops"]) == {"1024"} and set(f["openblas_gflops"]) == {"1024"},
+          f"{device}: framework matmul sizes {f['matmul_gflops']} {f['openblas_gflops']}")
+    if device == "CPU":
+        check(all(positive(x) for x in framework_figures(f)), f"{device}: framework {f}")
+        # A hit only looks the schedule up; a miss builds it.
+        check(f["schedule_us"]["hit"] < f["schedule_us"]["miss"], f"{device}: schedule_us {f['schedule_us']}")
+        # --quick measures the product at 256^3 under the key "1024" and says so.
+        check(f["matmul_n"] == 256 and f["ewise_elements"] == 4 << 20, f"{device}: framework sizes {f}")
+        check("unavailable" not in f, f"{device}: framework unavailable: {f.get('unavailable')}")
+    else:
+        check(all(x is None for x in framework_figures(f)), f"{device}: framework figures not null: {f}")
+        check(f["unavailable"] == FRAMEWORK_CPU_ONLY, f"{device}: framework unavailable {f.get('unavailable')!r}")
 
 
 def check_table(hcq, device, copy_target):
-    rows = [line for line in bench(hcq, device).splitlines() if "copy_gbps" in line]
+    table = bench(hcq, device).splitlines()
+    rows = [line for line in table if "copy_gbps" in line]
     check(len(rows) == 3, f"{device}: three copy rows in the table, got {rows}")
     for row in rows:
         check(f">= {copy_target}% memcpy" in row, f"{device}: copy target {copy_target}% in {row!r}")
+    fw_rows = {line.split()[2]: line for line in table if line.split()[1:2] == ["fw"]}
+    if device != "CPU":
+        check(fw_rows == {}, f"{device}: framework rows {fw_rows}")
+        check(any(f"not measured: {FRAMEWORK_CPU_ONLY}" in line for line in table), f"{device}: no framework reason")
+        return
+    # Each framework figure beside its target (met or not: the test checks what is reported, not the speed), or
+    # beside its yardstick.
+    targets = {"eager_op_us": "<= 10 us", "schedule_us": "<= ", "ewise_gbps": ">= 90% loop",
+               "ewise_loop_gbps": "(yardstick)", "matmul_gflops": "(no target)", "openblas_gflops": "(yardstick)"}
+    check(set(fw_rows) == set(targets), f"{device}: framework rows {sorted(fw_rows)}")
+    for metric, target in targets.items():
+        check(target in fw_rows[metric], f"{device}: {metric} target {target!r} in {fw_rows[metric]!r}")
+    check("% loop)" in fw_rows["ewise_gbps"] and "% BLAS)" in fw_rows["matmul_gflops"],
+          f"{device}: framework figures beside their yardsticks: {fw_rows}")
+    schedule = [line for line in table if "fw schedule_us" in line]
+    check(len(schedule) == 2 and "<= 1000 us" in schedule[0] and "<= 20 us" in schedule[1],
+          f"{device}: schedule_us rows {schedule}")
+    # --quick multiplies 256^3; the table names the size.
+    check("fw matmul_gflops 256" in fw_rows["matmul_gflops"], f"{device}: matmul size in {fw_rows['matmul_gflops']!r}")
 
 
 def main():

@@ -9,6 +9,7 @@
 //                <= 200 ns).
 //   copy_gbps    64 MiB host->device, device->host, device->device through Buffer and the device's allocator,
 //                next to memcpy_gbps: a plain host memcpy of the same size in the same run, the yardstick.
+//   framework    the framework's costs on the CPU device, each beside its yardstick (bench_framework.hpp).
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_framework.hpp"
 #include "bench_graph.hpp"
 #include "bench_kernels.hpp"
 #include "commands.hpp"
@@ -56,12 +58,21 @@ constexpr const char* kBenchHelp =
     "               eager_per_kernel_ns: the 256 calls launched eagerly, per call\n"
     "  cuda_launch_us on a real NVIDIA GPU (NV:n) with libcuda.so.1: CUDA's cuLaunchKernel + cuStreamSynchronize of\n"
     "               the same cubin, timed like launch_us in the same run (absent elsewhere; the table says why)\n"
+    "  framework    the framework (hcq::Tensor) on the CPU device, each figure beside its yardstick:\n"
+    "               eager_op_us      x = (x + 1).realize() on 16 floats, per op, median of repetitions of 1000\n"
+    "               schedule_us      scheduling an MLP 784-256-256-256-10 forward at batch 128: miss (schedule\n"
+    "                                cache cleared, kernels compiled already) and hit (equal graph, new inputs)\n"
+    "               ewise_gbps       c = a * b + 1 on 64M floats (3 * 4 bytes each), beside ewise_loop_gbps: a\n"
+    "                                hand-written HCQ C kernel on the device's workers, same compiler and launch\n"
+    "               matmul_gflops    float32 1024^3 through Tensor::matmul, beside OpenBLAS's cblas_sgemm\n"
+    "               (other devices: null, the framework runs on the CPU device only so far)\n"
     "Each number is printed beside its target and whether it is met.\n"
     "\n"
     "  --device D   only device D (e.g. CPU, CPU:1)\n"
     "  --json       one JSON document: {\"devices\": [{\"name\", \"launch_us\", \"launch_bound_us\", \"enqueue_ns\",\n"
-    "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"errors\"}]}\n"
-    "  --quick      fewer repetitions (a smoke test, not a measurement)\n"
+    "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"framework\", \"errors\"}]}\n"
+    "  --quick      fewer repetitions (a smoke test, not a measurement); the framework's ewise on 4M floats and\n"
+    "               its matmul at 256^3 (still under the JSON key \"1024\"; \"matmul_n\" says the size)\n"
     "\n"
     "exit status: 0 all measured, 1 some device or measurement failed (the others are still reported),\n"
     "2 bad command line.\n";
@@ -83,6 +94,12 @@ constexpr double kEncodeTargetNs = 200.0;
 constexpr double kGraphPerKernelTargetNs = 50.0;
 constexpr double kGraphFixedTargetUs = 2.0;
 constexpr double kGraphEagerRatioTarget = 20.0;
+// The framework's budget on the CPU device (issue 13): an eager op, scheduling an MLP's forward graph on a schedule
+// cache miss and hit, and elementwise bandwidth against a hand-written loop. Matmul has no target here.
+constexpr double kEagerOpTargetUs = 10.0;
+constexpr double kScheduleMissTargetUs = 1000.0;
+constexpr double kScheduleHitTargetUs = 20.0;
+constexpr double kEwiseToLoopTarget = 0.90;
 
 struct Config {
   int launch_warmup = 500;
@@ -93,6 +110,7 @@ struct Config {
   int copy_runs = 21;  // a 64 MiB copy takes milliseconds: enough runs for a stable median
   uint64_t copy_bytes = 64ull << 20;
   GraphBenchConfig graph;
+  FrameworkBenchConfig framework;
 
   static Config quick() {
     Config c;
@@ -103,6 +121,7 @@ struct Config {
     c.copy_runs = 2;
     c.graph.warmup = 5;
     c.graph.runs = 40;
+    c.framework = FrameworkBenchConfig::quick();
     return c;
   }
 };
@@ -118,7 +137,8 @@ struct DeviceResult {
   GraphBenchResult graph{kNaN, kNaN, kNaN};
   std::optional<CudaLaunchResult> cuda_launch;  // CUDA's launch of the same cubin (real NVIDIA GPUs only)
   std::string cuda_unavailable;                 // why cuda_launch is absent, when that is not an error
-  std::vector<std::string> errors;              // "<measurement>: <message>"
+  FrameworkBenchResult framework;
+  std::vector<std::string> errors;  // "<measurement>: <message>"
 };
 
 double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
@@ -365,7 +385,27 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
     attempt(r, "graph", [&] { r.graph = measure_graph_replay(*dev, *programs->args, cfg.graph); });
   }
   attempt(r, "copy_gbps", [&] { measure_copies(*dev, cfg, r); });
+#if HCQ_TOOL_FRAMEWORK
+  r.framework = measure_framework(*dev, cfg.framework, r.errors);
+#else
+  r.framework.unavailable = "this hcq is built without the framework (the hw-tests bundle)";
+#endif
   return r;
+}
+
+void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f) {
+  // The matmul key names the size the figure is for; --quick measures a smaller product under the same key
+  // (matmul_n says which).
+  const std::string matmul_key = "1024";
+  w.key("framework").begin_object().field("eager_op_us", f.eager_op_us);
+  w.key("schedule_us").begin_object().field("miss", f.schedule_miss_us).field("hit", f.schedule_hit_us).end_object();
+  w.field("ewise_gbps", f.ewise_gbps).field("ewise_loop_gbps", f.ewise_loop_gbps);
+  w.key("matmul_gflops").begin_object().field(matmul_key, f.matmul_gflops).end_object();
+  w.key("openblas_gflops").begin_object().field(matmul_key, f.openblas_gflops).end_object();
+  if (f.matmul_n > 0) w.field("matmul_n", static_cast<uint64_t>(f.matmul_n));
+  if (f.ewise_elements > 0) w.field("ewise_elements", static_cast<uint64_t>(f.ewise_elements));
+  if (!f.unavailable.empty()) w.field("unavailable", f.unavailable);
+  w.end_object();
 }
 
 void print_json(const std::vector<DeviceResult>& results) {
@@ -410,6 +450,7 @@ void print_json(const std::vector<DeviceResult>& results) {
     } else if (r.interface == "rm" && !r.cuda_unavailable.empty()) {
       w.field("cuda_unavailable", r.cuda_unavailable);
     }
+    print_framework_json(w, r.framework);
     w.key("errors").begin_array();
     for (const std::string& e : r.errors) w.value(e);
     w.end_array().end_object();
@@ -423,6 +464,36 @@ void print_row(const DeviceResult& r, const char* metric, const std::string& val
                std::optional<bool> met = std::nullopt) {
   std::printf("%s%s%s%s%s\n", pad(r.name, 18).c_str(), pad(metric, 26).c_str(), pad(value, 20).c_str(),
               pad(target, 18).c_str(), met ? (*met ? "yes" : "NO") : "");
+}
+
+// The framework's rows: each figure, its yardstick beside it, the target and whether it is met.
+void print_framework_rows(const DeviceResult& r) {
+  const FrameworkBenchResult& f = r.framework;
+  if (!f.unavailable.empty()) {
+    std::printf("%s%snot measured: %s\n", pad(r.name, 18).c_str(), pad("framework", 26).c_str(), f.unavailable.c_str());
+    return;
+  }
+  auto met = [](double value, bool ok) { return std::isfinite(value) ? std::optional<bool>(ok) : std::nullopt; };
+  print_row(r, "fw eager_op_us", fixed(f.eager_op_us, 2), "<= 10 us",
+            met(f.eager_op_us, f.eager_op_us <= kEagerOpTargetUs));
+  std::string miss_shown = fixed(f.schedule_miss_us, 1);
+  if (f.schedule_kernels > 0) miss_shown += " (" + std::to_string(f.schedule_kernels) + " kernels)";
+  print_row(r, "fw schedule_us miss", miss_shown, "<= 1000 us",
+            met(f.schedule_miss_us, f.schedule_miss_us <= kScheduleMissTargetUs));
+  print_row(r, "fw schedule_us hit", fixed(f.schedule_hit_us, 2), "<= 20 us",
+            met(f.schedule_hit_us, f.schedule_hit_us <= kScheduleHitTargetUs));
+  const double ewise_ratio = f.ewise_gbps / f.ewise_loop_gbps;
+  std::string ewise_shown = fixed(f.ewise_gbps, 2);
+  // Rounded down, so that a ratio shown as 90% never fails the 90% target.
+  if (std::isfinite(ewise_ratio)) ewise_shown += " (" + fixed(std::floor(ewise_ratio * 100), 0) + "% loop)";
+  print_row(r, "fw ewise_gbps", ewise_shown, ">= 90% loop", met(ewise_ratio, ewise_ratio >= kEwiseToLoopTarget));
+  print_row(r, "fw ewise_loop_gbps", fixed(f.ewise_loop_gbps, 2), "(yardstick)");
+  const std::string n = f.matmul_n > 0 ? std::to_string(f.matmul_n) : "1024";
+  const double blas_ratio = f.matmul_gflops / f.openblas_gflops;
+  std::string matmul_shown = fixed(f.matmul_gflops, 2);
+  if (std::isfinite(blas_ratio)) matmul_shown += " (" + fixed(blas_ratio * 100, 1) + "% BLAS)";
+  print_row(r, ("fw matmul_gflops " + n).c_str(), matmul_shown, "(no target)");
+  print_row(r, ("fw openblas_gflops " + n).c_str(), fixed(f.openblas_gflops, 1), "(yardstick)");
 }
 
 void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
@@ -476,10 +547,17 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
     if (std::isfinite(eager_ratio)) eager_shown += " (" + fixed(std::floor(eager_ratio), 0) + "x graph)";
     print_row(r, "graph eager_per_kernel_ns", eager_shown, ">= 20x graph",
               met(eager_ratio, eager_ratio >= kGraphEagerRatioTarget));
+    print_framework_rows(r);
     for (const std::string& e : r.errors) std::printf("%serror: %s\n", pad(r.name, 18).c_str(), e.c_str());
   }
   std::printf("\n%d launches, %d queues of %d execs per enqueue figure, %s copies (median of %d)\n", cfg.launch_runs,
               cfg.enqueue_runs, cfg.execs_per_queue, human_bytes(cfg.copy_bytes).c_str(), cfg.copy_runs);
+  const FrameworkBenchConfig& fw = cfg.framework;
+  std::printf(
+      "framework: %d x %d eager ops, %d schedules each, ewise on %lldM floats (median of %d), matmul %lld^3 "
+      "(median of %d; OpenBLAS of %d)\n",
+      fw.eager_reps, fw.eager_ops, fw.schedule_reps, static_cast<long long>(fw.ewise_elements >> 20), fw.ewise_runs,
+      static_cast<long long>(fw.matmul_n), fw.matmul_runs, fw.sgemm_runs);
 }
 
 }  // namespace

@@ -1,0 +1,292 @@
+#include "bench_framework.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <span>
+
+#include "framework/engine/realize.hpp"
+#include "framework/ir/node.hpp"
+#include "framework/ir/ops.hpp"
+#include "hcq/buffer.hpp"
+#include "hcq/compiler.hpp"
+#include "hcq/device.hpp"
+#include "hcq/error.hpp"
+#include "hcq/hw_queue.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/program.hpp"
+#include "stats.hpp"
+
+namespace hcq::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+// Relative error allowed between a float32 result and its double-precision reference: a dot product of 1024 terms
+// in [0, 1) accumulates a few ulps per term whatever the summation order.
+constexpr double kMatmulTolerance = 1e-4;
+constexpr double kEwiseTolerance = 1e-6;
+
+void check_close(double got, double want, double tolerance, const std::string& what) {
+  if (!(std::abs(got - want) <= tolerance * std::max(1.0, std::abs(want)))) {
+    throw Error(cat(what, ": got ", got, ", expected ", want, " (double-precision reference)"));
+  }
+}
+
+// x = (x + 1).realize() on 16 floats: after the warm-up, each op is a schedule-cache hit, a new output buffer from
+// the allocator's cache and one launch. Timed per repetition of eager_ops ops including the wait for the last.
+double measure_eager_op(Device& dev, const FrameworkBenchConfig& cfg) {
+  constexpr int64_t kElements = 16;
+  Tensor x = Tensor::zeros({kElements}, dtypes::float32, dev.name()).realize();
+  for (int i = 0; i < cfg.eager_warmup; ++i) x = (x + 1).realize();
+  dev.synchronize();
+  std::vector<double> per_op_us;
+  for (int rep = 0; rep < cfg.eager_reps; ++rep) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < cfg.eager_ops; ++i) x = (x + 1).realize();
+    dev.synchronize();
+    per_op_us.push_back(elapsed_us(t0, Clock::now()) / cfg.eager_ops);
+  }
+  // Every op ran: each element counted them all (exact in float32 below 2^24).
+  const double ops = cfg.eager_warmup + static_cast<double>(cfg.eager_reps) * cfg.eager_ops;
+  for (float v : x.data<float>()) check_close(v, ops, 0, "x after the ops");
+  return median(per_op_us);
+}
+
+struct ScheduleTimes {
+  double miss_us, hit_us;
+  size_t kernels;
+};
+
+// The MLP's forward graph scheduled (fw::schedule_only: callify, the cache lookup, and on a miss the schedule built,
+// its kernels rendered and looked up in the in-process compile cache). Graph building is outside the timed region.
+ScheduleTimes measure_schedule(Device& dev, const FrameworkBenchConfig& cfg) {
+  const Mlp mlp(dev.name());
+  // One real run first: it compiles the kernels, so a miss below finds them in the compile cache.
+  Tensor warm = mlp.forward(mlp.new_input()).realize();
+  dev.synchronize();
+  std::vector<double> miss, hit;
+  size_t kernels = 0;
+  for (int rep = 0; rep < cfg.schedule_reps; ++rep) {
+    const Tensor miss_graph = mlp.forward(mlp.new_input());
+    const Tensor hit_graph = mlp.forward(mlp.new_input());
+    fw::clear_schedule_cache();
+    bool was_hit = true;
+    auto t0 = Clock::now();
+    kernels = fw::schedule_only({miss_graph.node()}, &was_hit);
+    auto t1 = Clock::now();
+    if (was_hit) throw Error("a schedule was found in the cache just cleared");
+    miss.push_back(elapsed_us(t0, t1));
+
+    t0 = Clock::now();
+    const size_t hit_kernels = fw::schedule_only({hit_graph.node()}, &was_hit);
+    t1 = Clock::now();
+    if (!was_hit) throw Error("an equal graph on new input buffers missed the schedule cache");
+    if (hit_kernels != kernels) {
+      throw Error(cat("the hit scheduled ", hit_kernels, " kernels, the miss ", kernels));
+    }
+    hit.push_back(elapsed_us(t0, t1));
+  }
+  return {median(miss), median(hit), kernels};
+}
+
+// Host copies of a realized float tensor.
+std::vector<float> read_floats(const Tensor& t) { return t.data<float>(); }
+
+// The memory behind a realized tensor (a BUFFER node, or a RESHAPE of one).
+const Buffer& buffer_of(const Tensor& t) {
+  const fw::Node& n = t.node();
+  const fw::NodeData& buffer = n->op == fw::Op::RESHAPE ? *n->src[0] : *n;
+  if (buffer.op != fw::Op::BUFFER || !buffer.payload) throw Error("the tensor is not a realized buffer");
+  return *buffer.payload;
+}
+
+// c = a * b + 1 through the framework and through the hand-written loop, interleaved one of each per round so that
+// memory bandwidth drifting during the run moves both; both write a buffer that is warm (the framework's output
+// comes back from the allocator's cache after the first round).
+void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
+  const int64_t n = cfg.ewise_elements;
+  const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(float);
+  Tensor a = Tensor::rand({n}, dtypes::float32, dev.name()).realize();
+  Tensor b = Tensor::rand({n}, dtypes::float32, dev.name()).realize();
+  EwiseLoop loop(dev);
+  Buffer loop_out(dev, bytes);
+  const Buffer& a_buf = buffer_of(a);
+  const Buffer& b_buf = buffer_of(b);
+
+  Tensor c = (a * b + 1).realize();
+  loop.launch(loop_out, a_buf, b_buf, static_cast<uint32_t>(n));
+  dev.synchronize();
+
+  const double moved = 3.0 * static_cast<double>(bytes);
+  std::vector<double> framework_gbps, loop_gbps;
+  for (int run = 0; run < cfg.ewise_runs; ++run) {
+    auto t0 = Clock::now();
+    c = (a * b + 1).realize();
+    dev.synchronize();
+    framework_gbps.push_back(moved / (elapsed_us(t0, Clock::now()) * 1e3));
+    t0 = Clock::now();
+    loop.launch(loop_out, a_buf, b_buf, static_cast<uint32_t>(n));
+    dev.synchronize();
+    loop_gbps.push_back(moved / (elapsed_us(t0, Clock::now()) * 1e3));
+  }
+
+  // Both computed a * b + 1: checked against double precision at every element.
+  const std::vector<float> av = read_floats(a), bv = read_floats(b), cv = read_floats(c);
+  std::vector<float> lv(static_cast<size_t>(n));
+  loop_out.copyout(std::span<float>(lv));
+  for (size_t i = 0; i < av.size(); ++i) {
+    const double want = static_cast<double>(av[i]) * bv[i] + 1.0;
+    if (std::abs(cv[i] - want) > kEwiseTolerance * want || std::abs(lv[i] - want) > kEwiseTolerance * want) {
+      throw Error(cat("element ", i, ": framework ", cv[i], ", loop ", lv[i], ", expected ", want));
+    }
+  }
+  r.ewise_gbps = median(framework_gbps);
+  r.ewise_loop_gbps = median(loop_gbps);
+  r.ewise_elements = n;
+}
+
+// Row `row` of a @ b ([n, n] each, row-major) in double precision.
+std::vector<double> reference_row(const std::vector<float>& a, const std::vector<float>& b, int64_t n, int64_t row) {
+  std::vector<double> out(static_cast<size_t>(n), 0.0);
+  for (int64_t k = 0; k < n; ++k) {
+    const double aik = a[static_cast<size_t>(row * n + k)];
+    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] += aik * b[static_cast<size_t>(k * n + j)];
+  }
+  return out;
+}
+
+void check_rows(const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& b, int64_t n,
+                const char* what) {
+  for (int64_t row : {int64_t{0}, n / 2, n - 1}) {
+    const std::vector<double> want = reference_row(a, b, n, row);
+    for (int64_t j = 0; j < n; ++j) {
+      check_close(got[static_cast<size_t>(row * n + j)], want[static_cast<size_t>(j)], kMatmulTolerance,
+                  cat(what, " [", row, ", ", j, "]"));
+    }
+  }
+}
+
+// n^3 float32 through Tensor::matmul (the operands realized first; only the product's realize and its completion
+// are timed), then cblas_sgemm on copies of the same operands. Not interleaved: OpenBLAS's threads keep spinning
+// for a while after a call and would take the cores from the framework's workers.
+void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
+  const int64_t n = cfg.matmul_n;
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  Tensor a = Tensor::rand({n, n}, dtypes::float32, dev.name()).realize();
+  Tensor b = Tensor::rand({n, n}, dtypes::float32, dev.name()).realize();
+  Tensor c = a.matmul(b).realize();  // compiles the kernel
+  dev.synchronize();
+  std::vector<double> framework_gflops;
+  for (int run = 0; run < cfg.matmul_runs; ++run) {
+    const auto t0 = Clock::now();
+    c = a.matmul(b).realize();
+    dev.synchronize();
+    framework_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
+  }
+  const std::vector<float> av = read_floats(a), bv = read_floats(b);
+  check_rows(read_floats(c), av, bv, n, "Tensor::matmul");
+  r.matmul_gflops = median(framework_gflops);
+  r.matmul_n = n;
+
+  std::vector<float> blas_out(static_cast<size_t>(n * n));
+  const auto blas_n = static_cast<int>(n);
+  auto sgemm = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_n, blas_n, blas_n, 1.0f, av.data(), blas_n, bv.data(),
+                blas_n, 0.0f, blas_out.data(), blas_n);
+  };
+  sgemm();  // OpenBLAS starts its threads on the first call
+  std::vector<double> blas_gflops;
+  for (int run = 0; run < cfg.sgemm_runs; ++run) {
+    const auto t0 = Clock::now();
+    sgemm();
+    blas_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
+  }
+  check_rows(blas_out, av, bv, n, "cblas_sgemm");
+  r.openblas_gflops = median(blas_gflops);
+}
+
+template <class Fn>
+void attempt(std::vector<std::string>& errors, const char* what, Fn&& measure) {
+  try {
+    measure();
+  } catch (const std::exception& e) {
+    errors.push_back(cat("framework ", what, ": ", e.what()));
+  }
+}
+
+constexpr const char* kEwiseLoopSource =
+    "HCQ_KERNEL(ewise_loop, 3, 1) {\n"
+    "  float* restrict c = HCQ_BUF(float, 0);\n"
+    "  const float* restrict a = HCQ_BUF(float, 1);\n"
+    "  const float* restrict b = HCQ_BUF(float, 2);\n"
+    "  const uint64_t n = HCQ_VAL(0);\n"
+    "  const uint64_t chunk = (n + HCQ_NUM_GROUPS(0) - 1) / HCQ_NUM_GROUPS(0);\n"
+    "  const uint64_t lo = HCQ_GROUP_ID(0) * chunk < n ? HCQ_GROUP_ID(0) * chunk : n;\n"
+    "  const uint64_t hi = lo + chunk < n ? lo + chunk : n;\n"
+    "  for (uint64_t i = lo; i < hi; ++i) c[i] = a[i] * b[i] + 1.0f;\n"
+    "}\n";
+
+}  // namespace
+
+Mlp::Mlp(const std::string& dev) : device(dev) {
+  const std::vector<int64_t> widths{kInputs, 256, 256, 256, 10};
+  for (size_t k = 0; k + 1 < widths.size(); ++k) {
+    weights.push_back(Tensor::rand({widths[k], widths[k + 1]}, dtypes::float32, device).realize());
+    biases.push_back(Tensor::rand({widths[k + 1]}, dtypes::float32, device).realize());
+  }
+}
+
+Tensor Mlp::forward(const Tensor& x) const {
+  Tensor h = x;
+  for (size_t k = 0; k < weights.size(); ++k) {
+    h = h.matmul(weights[k]) + biases[k];
+    if (k + 1 < weights.size()) h = h.relu();
+  }
+  return h;
+}
+
+Tensor Mlp::new_input() const {
+  return Tensor(std::vector<float>(static_cast<size_t>(kBatch * kInputs), 0.5f), {kBatch, kInputs}, device);
+}
+
+EwiseLoop::EwiseLoop(Device& dev)
+    : dev_(dev),
+      program_(dev.load_program("ewise_loop", dev.compiler().compile_cached(kEwiseLoopSource))),
+      workers_(knobs::cpu_threads()) {}
+
+EwiseLoop::~EwiseLoop() = default;
+
+void EwiseLoop::launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n) {
+  const LaunchArgs args{{Sym(c.va()), Sym(a.va()), Sym(b.va())}, {Sym(n)}};
+  const Dims global{Sym(workers_), Sym(1), Sym(1)}, local{Sym(1), Sym(1), Sym(1)};
+  std::unique_ptr<HWQueue> queue = dev_.compute_queue();
+  dev_.submit(*queue, [&](HWQueue& q) { q.exec(*program_, args, global, local); });
+  last_queue_ = std::move(queue);
+}
+
+FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& cfg, std::vector<std::string>& errors) {
+  FrameworkBenchResult r;
+  if (dev.info().interface != "cpu") {
+    r.unavailable = "the framework runs on the CPU device only (so far)";
+    return r;
+  }
+  attempt(errors, "eager_op_us", [&] { r.eager_op_us = measure_eager_op(dev, cfg); });
+  attempt(errors, "schedule_us", [&] {
+    const ScheduleTimes t = measure_schedule(dev, cfg);
+    r.schedule_miss_us = t.miss_us;
+    r.schedule_hit_us = t.hit_us;
+    r.schedule_kernels = t.kernels;
+  });
+  attempt(errors, "ewise_gbps", [&] { measure_ewise(dev, cfg, r); });
+  attempt(errors, "matmul_gflops", [&] { measure_matmul(dev, cfg, r); });
+  return r;
+}
+
+}  // namespace hcq::tool

@@ -1,0 +1,108 @@
+// The `framework` section of `hcq bench`: what the framework (include/hcq/tensor.hpp) costs on the CPU device, each
+// figure beside a yardstick measured in the same run:
+//   eager_op_us      x = (x + 1).realize() on 16 floats: host time per op, kernel done included
+//   schedule_us      scheduling an MLP's forward graph: a miss (cache cleared; kernels already compiled) and a
+//                    hit (a structurally equal graph on new input buffers)
+//   ewise_gbps       c = a * b + 1 on float32, 3 * 4 * n bytes per run, beside ewise_loop_gbps: a hand-written
+//                    HCQ C kernel of the same computation, split over the device's workers, built by the same
+//                    compiler and launched the same way
+//   matmul_gflops    an n x n x n float32 product through Tensor::matmul, beside cblas_sgemm (OpenBLAS)
+// The pieces the Google Benchmark twins (benchmarks/framework_bench.cpp) time are declared here too.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hcq/tensor.hpp"
+
+namespace hcq {
+class Buffer;
+class Device;
+class HWQueue;
+class Program;
+}  // namespace hcq
+
+namespace hcq::tool {
+
+struct FrameworkBenchConfig {
+  int eager_warmup = 100;  // untimed ops first: the kernel compiled, the schedule cached, buffers in the cache
+  int eager_ops = 1000;    // ops per repetition, one host wait at the end
+  int eager_reps = 7;
+  int schedule_reps = 51;
+  int64_t ewise_elements = 64ll << 20;
+  int ewise_runs = 11;
+  int64_t matmul_n = 1024;
+  int matmul_runs = 3;  // the generated kernel takes about a second at 1024 on two cores
+  int sgemm_runs = 11;
+
+  static FrameworkBenchConfig quick() {
+    FrameworkBenchConfig c;
+    c.eager_warmup = 20;
+    c.eager_reps = 3;
+    c.schedule_reps = 11;
+    c.ewise_elements = 4ll << 20;
+    c.ewise_runs = 5;
+    c.matmul_n = 256;
+    c.matmul_runs = 3;
+    c.sgemm_runs = 5;
+    return c;
+  }
+};
+
+// NaN: not measured (the reason is in `unavailable` or in the device's errors).
+struct FrameworkBenchResult {
+  static constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+  double eager_op_us = kNotMeasured;
+  double schedule_miss_us = kNotMeasured, schedule_hit_us = kNotMeasured;
+  size_t schedule_kernels = 0;  // kernels in the MLP forward schedule
+  double ewise_gbps = kNotMeasured, ewise_loop_gbps = kNotMeasured;
+  int64_t ewise_elements = 0;
+  double matmul_gflops = kNotMeasured, openblas_gflops = kNotMeasured;
+  int64_t matmul_n = 0;
+  std::string unavailable;  // non-empty: the framework does not run on this device (or in this build), and why
+};
+
+// Every framework figure on `dev`; each failed measurement leaves its figures NaN and appends
+// "framework <figure>: <message>" to `errors`. On a device the framework does not run on yet, measures nothing
+// and says why in `unavailable` (not an error: there is nothing to fix in the device).
+FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& cfg, std::vector<std::string>& errors);
+
+// ---- the pieces (shared with benchmarks/framework_bench.cpp)
+
+// An MLP 784-256-256-256-10 (Linear = x.matmul(w) + b, ReLU between), its parameters realized on `device`.
+struct Mlp {
+  static constexpr int64_t kBatch = 128;
+  static constexpr int64_t kInputs = 784;
+  std::vector<Tensor> weights, biases;
+  explicit Mlp(const std::string& device);
+  // The forward graph on `x` [kBatch, kInputs]; builds nodes only.
+  Tensor forward(const Tensor& x) const;
+  // A realized input of the right shape on new memory (so a graph on it is new, not one built before).
+  Tensor new_input() const;
+  std::string device;
+};
+
+// The yardstick of ewise_gbps: `c[i] = a[i] * b[i] + 1.0f` in HCQ C, one contiguous chunk per workgroup, one
+// workgroup per worker of the CPU device (HCQ_CPU_THREADS, as the framework's kernels are split), compiled by the
+// device's compiler and submitted as the framework submits a realize's kernels (framework/engine/submit.cpp): a
+// compute queue with the exec, Device::submit on the timeline, the queue kept instead of destroyed at once (a
+// queue's destructor waits until the device has consumed it, which Program::launch would add to every launch).
+class EwiseLoop {
+ public:
+  explicit EwiseLoop(Device& dev);
+  ~EwiseLoop();
+  // Submits c = a * b + 1 over n floats; returns without waiting. The previous launch's queue is destroyed here
+  // (after the caller has waited for that launch, this costs nothing).
+  void launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n);
+
+ private:
+  Device& dev_;
+  std::unique_ptr<Program> program_;
+  std::unique_ptr<HWQueue> last_queue_;
+  uint32_t workers_;
+};
+
+}  // namespace hcq::tool
