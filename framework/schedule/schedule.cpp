@@ -35,22 +35,27 @@ struct Pending {
   Node ast;
 };
 
-// What the renderer needs to know of a device, looked up once per device name.
+// What the renderer needs to know of a device, looked up once per device name (a miss must not reopen the device
+// or read /sys for the core count); HCQ_NOOPT is read each time.
 TargetFacts facts_for(const std::string& device) {
+  struct Known {
+    std::string interface;
+    unsigned workers;
+  };
   static std::mutex mu;
-  static auto* known = new std::unordered_map<std::string, std::string>();
-  std::string interface;
+  static auto* known = new std::unordered_map<std::string, Known>();
+  Known k;
   {
     std::lock_guard lock(mu);
     auto it = known->find(device);
-    if (it == known->end()) it = known->emplace(device, open_device(device).info().interface).first;
-    interface = it->second;
+    if (it == known->end()) it = known->emplace(device, Known{open_device(device).info().interface, knobs::cpu_threads()}).first;
+    k = it->second;
   }
-  if (interface != "cpu")
-    throw InvalidArgument(cat("framework: no kernel code generator for ", device, " (", interface,
+  if (k.interface != "cpu")
+    throw InvalidArgument(cat("framework: no kernel code generator for ", device, " (", k.interface,
                               ") yet: the framework runs on the CPU device; move tensors there with to(\"CPU\")"));
   TargetFacts f;
-  f.workers = knobs::cpu_threads();
+  f.workers = k.workers;
   f.optimize = !knobs::noopt();
   return f;
 }
