@@ -15,8 +15,8 @@ struct RenderedKernel {
   std::string source;  // a whole translation unit for the target's compiler (after the HCQ kernel ABI prelude)
   std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
   uint32_t num_bufs = 0;
-  double flops = 0;    // per launch, for HCQ_DEBUG=2
-  double bytes = 0;    // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
+  double flops = 0;  // per launch, for HCQ_DEBUG=2
+  double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
 };
 
 // What the renderer needs to know of the device.

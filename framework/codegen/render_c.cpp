@@ -72,7 +72,8 @@ const char* int_suffix(DType t) {
 // Signed 32-bit arithmetic that may overflow is done in unsigned, which wraps (signed overflow is undefined in C).
 std::string wrap_int(DType t, const std::string& a, char op, const std::string& b) {
   if (t == DType::int32) return "(int32_t)((uint32_t)" + a + " " + op + " (uint32_t)" + b + ")";
-  if (t == DType::int8 || t == DType::uint8) return std::string("(") + storage_type(t) + ")(" + a + " " + op + " " + b + ")";
+  if (t == DType::int8 || t == DType::uint8)
+    return std::string("(") + storage_type(t) + ")(" + a + " " + op + " " + b + ")";
   return "(" + a + " " + op + " " + b + ")";
 }
 
@@ -156,7 +157,8 @@ class CRenderer {
                               " ? lo + " + std::to_string(chunk) + " : " + std::to_string(r->i[1]) + ";");
         s->header = "for (int64_t " + v + " = lo; " + v + " < hi;" + loop_step(r, v) + ") {";
       } else {
-        s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + ";" + loop_step(r, v) + ") {";
+        s->header =
+            "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + ";" + loop_step(r, v) + ") {";
       }
       range_scope_[r] = s;
       names_[r] = v;
@@ -297,9 +299,9 @@ class CRenderer {
     }
     const std::string v = tag("v", next_var_++);
     if (in_lane(n))
-      scope_of(n)->lines.push_back(type + " " + v + tag("[", upcast_) + "]; " + lane_prefix(n) + v + "[u] = " + expr + ";");
-    else
-      scope_of(n)->lines.push_back(type + " " + v + " = " + expr + ";");
+      scope_of(n)->lines.push_back(type + " " + v + tag("[", upcast_) + "]; " + lane_prefix(n) + v + "[u] = " + expr +
+                                   ";");
+    else scope_of(n)->lines.push_back(type + " " + v + " = " + expr + ";");
     names_[n] = v;
     return v;
   }
@@ -324,10 +326,9 @@ class CRenderer {
     Scope* home = scope_of(n);
     const std::string init = literal(n->dtype, reduce_identity(op, n->dtype));
     if (in_lane(n))
-      home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + tag("[", upcast_) + "]; " +
-                            lane_prefix(n) + acc + "[u] = " + init + ";");
-    else
-      home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " + init + ";");
+      home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + tag("[", upcast_) + "]; " + lane_prefix(n) +
+                            acc + "[u] = " + init + ";");
+    else home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " + init + ";");
     Scope* cur = home;
     for (size_t k = 1; k < n->src.size(); ++k) {
       const NodeData* r = n->src[k].get();
@@ -443,7 +444,7 @@ class CRenderer {
 
   TargetFacts facts_;
   Scope root_;
-  const NodeData* lane_ = nullptr;  // the upcast output range, if any
+  const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
   std::vector<std::unique_ptr<Scope>> owned_;

@@ -26,8 +26,8 @@ size_t structural_hash(Op op, DType dtype, const std::vector<Node>& src, const s
   return h;
 }
 
-bool same_structure(const NodeData& n, Op op, DType dtype, const std::vector<Node>& src,
-                    const std::vector<int64_t>& i, double f, const std::string& s) {
+bool same_structure(const NodeData& n, Op op, DType dtype, const std::vector<Node>& src, const std::vector<int64_t>& i,
+                    double f, const std::string& s) {
   if (n.op != op || n.dtype != dtype || n.src.size() != src.size() || n.i != i || n.s != s) return false;
   if (std::bit_cast<uint64_t>(n.f) != std::bit_cast<uint64_t>(f)) return false;
   for (size_t k = 0; k < src.size(); ++k)
@@ -86,9 +86,7 @@ const std::string& NodeData::device() const {
 
 bool NodeData::is_const(double v) const { return op == Op::CONST && const_value() == v; }
 
-double NodeData::const_value() const {
-  return is_float(dtype) ? f : static_cast<double>(i.empty() ? 0 : i[0]);
-}
+double NodeData::const_value() const { return is_float(dtype) ? f : static_cast<double>(i.empty() ? 0 : i[0]); }
 
 NodeData::~NodeData() {
   InternTable& t = table();

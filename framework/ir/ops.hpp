@@ -16,7 +16,12 @@ enum class Op : uint8_t {
   INDEX,   // tensor level: 1-d of i[0] elements whose value is the element's index (arange, rand, masks); s = device
   // ---- movement (tensor level). i: RESHAPE, EXPAND the new shape; PERMUTE the order; PAD (before, after) per
   // dim, f = the value outside; SHRINK (start, end) per dim; FLIP 0/1 per dim
-  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  RESHAPE,
+  PERMUTE,
+  EXPAND,
+  PAD,
+  SHRINK,
+  FLIP,
   // ---- tensor-level structure
   REDUCE_AXIS,  // i[0] = the reduce op (an Op: ADD, MUL, MAX), i[1..] = axes; keeps the reduced dims as size 1
   CONTIGUOUS,   // realize here
@@ -24,9 +29,35 @@ enum class Op : uint8_t {
   COPY,         // src = (value); s = the destination device
   SINK,         // groups several roots; no value
   // ---- elementwise (every level)
-  CAST, BITCAST,
-  NEG, EXP, EXP2, LOG, LOG2, SIN, COS, SQRT, RECIPROCAL, TRUNC,  // unary
-  ADD, SUB, MUL, FDIV, IDIV, MOD, MAX, MIN, POW, CMPLT, CMPEQ, CMPNE, AND, OR, XOR, SHL, SHR,  // binary
+  CAST,
+  BITCAST,
+  NEG,
+  EXP,
+  EXP2,
+  LOG,
+  LOG2,
+  SIN,
+  COS,
+  SQRT,
+  RECIPROCAL,
+  TRUNC,  // unary
+  ADD,
+  SUB,
+  MUL,
+  FDIV,
+  IDIV,
+  MOD,
+  MAX,
+  MIN,
+  POW,
+  CMPLT,
+  CMPEQ,
+  CMPNE,
+  AND,
+  OR,
+  XOR,
+  SHL,
+  SHR,    // binary
   WHERE,  // (cond, a, b)
   // ---- kernel level
   RANGE,   // a loop variable: i[0] = id, i[1] = extent; dtype index; i[2] = 1 for a reduce range

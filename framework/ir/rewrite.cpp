@@ -76,8 +76,8 @@ Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
       src.push_back(memo.at(c.get()));
       changed |= src.back() != c;
     }
-    Node cur = changed ? make_node(fr.n->op, fr.n->dtype, std::move(src), fr.n->i, fr.n->f, fr.n->s, fr.n->payload)
-                       : fr.n;
+    Node cur =
+        changed ? make_node(fr.n->op, fr.n->dtype, std::move(src), fr.n->i, fr.n->f, fr.n->s, fr.n->payload) : fr.n;
     Node out = rules.apply(cur);
     if (!out) {
       if (cur != fr.n) fr.seen.push_back(cur);

@@ -1,8 +1,8 @@
 #include "framework/schedule/lower.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <algorithm>
 #include <map>
 
 #include "framework/ir/shape_of.hpp"
@@ -130,9 +130,7 @@ class Lowerer {
     // a valid index: its value is a placeholder (and its reshape would divide by a zero extent).
     if (n->op != Op::PARAM && numel(n->shape) == 0) return const_node(n->dtype, 0);
     switch (n->op) {
-      case Op::PARAM:
-        note_read(n.get());
-        return load(static_cast<uint32_t>(n->i[0]), n.get(), idx.at(0), gate);
+      case Op::PARAM: note_read(n.get()); return load(static_cast<uint32_t>(n->i[0]), n.get(), idx.at(0), gate);
       case Op::CONST: return const_node(n->dtype, n->const_value());
       case Op::INDEX: return idx.at(0);
       case Op::CONTIGUOUS: return value(n->src[0], idx, gate);

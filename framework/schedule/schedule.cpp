@@ -48,7 +48,8 @@ TargetFacts facts_for(const std::string& device) {
   {
     std::lock_guard lock(mu);
     auto it = known->find(device);
-    if (it == known->end()) it = known->emplace(device, Known{open_device(device).info().interface, knobs::cpu_threads()}).first;
+    if (it == known->end())
+      it = known->emplace(device, Known{open_device(device).info().interface, knobs::cpu_threads()}).first;
     k = it->second;
   }
   if (k.interface != "cpu")
@@ -209,7 +210,8 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
     }
     std::unordered_map<std::string, std::vector<uint32_t>> temps_by_device;
     for (uint32_t slot = 0; slot < s.slots.size(); ++slot)
-      if (s.slots[slot].role == Slot::Role::temp && life.count(slot)) temps_by_device[s.slots[slot].device].push_back(slot);
+      if (s.slots[slot].role == Slot::Role::temp && life.count(slot))
+        temps_by_device[s.slots[slot].device].push_back(slot);
     for (auto& [device, slots] : temps_by_device) {
       std::vector<Lifetime> lt;
       for (uint32_t slot : slots) lt.push_back(life.at(slot));

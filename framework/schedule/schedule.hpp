@@ -23,8 +23,8 @@ struct Slot {
   std::string device;
   DType dtype;
   int64_t numel;
-  int arena = -1;           // temp: index into Schedule::arenas
-  uint64_t offset = 0;      // temp: byte offset in that arena
+  int arena = -1;       // temp: index into Schedule::arenas
+  uint64_t offset = 0;  // temp: byte offset in that arena
 };
 
 struct Arena {
@@ -37,7 +37,7 @@ struct Step {
   std::vector<uint32_t> slots;  // kernel: its buffer arguments (output first); copy: {destination, source}
   std::shared_ptr<const CompiledKernel> kernel;  // kernel steps
   std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
-  std::string device;           // where it runs (copy: the destination)
+  std::string device;  // where it runs (copy: the destination)
 };
 
 struct Schedule {

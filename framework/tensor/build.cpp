@@ -69,8 +69,8 @@ Node t_expand(const Node& x, const Shape& shape) {
     throw ShapeError(cat("expand: cannot expand ", shape_str(x->shape), " to ", shape_str(shape)));
   for (size_t k = 0; k < shape.size(); ++k)
     if (x->shape[k] != shape[k] && x->shape[k] != 1)
-      throw ShapeError(cat("expand: cannot expand ", shape_str(x->shape), " to ", shape_str(shape),
-                           " (dimension ", k, " is ", x->shape[k], ", not 1)"));
+      throw ShapeError(cat("expand: cannot expand ", shape_str(x->shape), " to ", shape_str(shape), " (dimension ", k,
+                           " is ", x->shape[k], ", not 1)"));
   return make_node(Op::EXPAND, x->dtype, {x}, shape);
 }
 

@@ -18,11 +18,11 @@ const std::string& canonical_device(const std::string& name);
 // Normalises a possibly negative axis for `ndim` dims; InvalidArgument naming the op when out of range.
 int norm_axis(int axis, size_t ndim, std::string_view op);
 
-Node t_const(Scalar v, DType t, const std::string& device);           // shape ()
+Node t_const(Scalar v, DType t, const std::string& device);  // shape ()
 Node t_full(const Shape& shape, Scalar v, DType t, const std::string& device);
-Node t_cast(const Node& x, DType t);                                   // no-op when equal
-Node t_reshape(const Node& x, const Shape& shape);                     // shape fully known; checks numel
-Node t_expand(const Node& x, const Shape& shape);                      // same ndim; 1 -> n only
+Node t_cast(const Node& x, DType t);                // no-op when equal
+Node t_reshape(const Node& x, const Shape& shape);  // shape fully known; checks numel
+Node t_expand(const Node& x, const Shape& shape);   // same ndim; 1 -> n only
 Node t_permute(const Node& x, const std::vector<int64_t>& order);
 Node t_pad(const Node& x, const std::vector<int64_t>& before_after, double value);
 Node t_shrink(const Node& x, const std::vector<int64_t>& start_end);
@@ -31,7 +31,7 @@ Node t_reduce(const Node& x, Op op, const std::vector<int64_t>& axes);  // keeps
 // Broadcasts to `shape` (numpy rules: align right, 1 stretches); ShapeError naming `op` otherwise.
 Node t_broadcast(const Node& x, const Shape& shape, std::string_view op);
 Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op);
-Node t_alu(Op op, DType out, std::vector<Node> src);  // sources already of one shape
+Node t_alu(Op op, DType out, std::vector<Node> src);          // sources already of one shape
 Node t_index(int64_t n, DType t, const std::string& device);  // 0..n-1, shape (n)
 
 }  // namespace hcq::fw

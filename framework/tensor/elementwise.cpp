@@ -31,7 +31,7 @@ Pair promote(const Tensor& x, const Tensor& y, std::string_view op) {
   const Node &a = x.node(), &b = y.node();
   if (a->device() != b->device())
     throw InvalidArgument(hcq::cat(op, ": the operands are on different devices (", a->device(), " and ", b->device(),
-                              "): move one with to()"));
+                                   "): move one with to()"));
   const Shape shape = broadcast_shape(a->shape, b->shape, op);
   const DType t = promote_types(a->dtype, b->dtype);
   return {t_cast(t_broadcast(a, shape, op), t), t_cast(t_broadcast(b, shape, op), t), t};
@@ -56,7 +56,7 @@ Tensor float_unary(Op op, const Tensor& x) { return unary(op, as_float(x)); }
 void need_int(const Tensor& x, const Tensor& y, std::string_view op) {
   if (!is_int(x.dtype()) || !is_int(y.dtype()))
     throw DTypeError(hcq::cat(op, ": needs integer operands, got ", dtype_name(x.dtype()), " and ",
-                         dtype_name(y.dtype()), " (use div for floats)"));
+                              dtype_name(y.dtype()), " (use div for floats)"));
 }
 
 }  // namespace
@@ -65,9 +65,13 @@ Tensor Tensor::neg() const {
   if (dtype() == DType::bool_) return logical_not();
   return unary(Op::NEG, *this);
 }
-Tensor Tensor::add(const Tensor& o) const { return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::OR : Op::ADD, *this, o, "add"); }
+Tensor Tensor::add(const Tensor& o) const {
+  return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::OR : Op::ADD, *this, o, "add");
+}
 Tensor Tensor::sub(const Tensor& o) const { return binary(Op::SUB, *this, o, "sub"); }
-Tensor Tensor::mul(const Tensor& o) const { return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::AND : Op::MUL, *this, o, "mul"); }
+Tensor Tensor::mul(const Tensor& o) const {
+  return binary(dtype() == DType::bool_ && o.dtype() == DType::bool_ ? Op::AND : Op::MUL, *this, o, "mul");
+}
 // True division: the promoted type, or the default float when both are integers (int / float16 is float16).
 Tensor Tensor::div(const Tensor& o) const {
   DType t = promote_types(dtype(), o.dtype());
@@ -86,8 +90,8 @@ Tensor Tensor::idiv(const Tensor& o) const {
   if (is_unsigned(p.dtype)) return Tensor(q);
   Node zero = t_full(p.a->shape, 0, p.dtype, p.a->device());
   Node r = t_alu(Op::MOD, p.dtype, {p.a, p.b});
-  Node signs_differ = t_alu(Op::CMPNE, DType::bool_, {t_alu(Op::CMPLT, DType::bool_, {p.a, zero}),
-                                                        t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
+  Node signs_differ = t_alu(Op::CMPNE, DType::bool_,
+                            {t_alu(Op::CMPLT, DType::bool_, {p.a, zero}), t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
   Node adjust = t_alu(Op::AND, DType::bool_, {t_alu(Op::CMPNE, DType::bool_, {r, zero}), signs_differ});
   return Tensor(t_alu(Op::SUB, p.dtype, {q, t_cast(adjust, p.dtype)}));
 }
@@ -99,8 +103,8 @@ Tensor Tensor::mod(const Tensor& o) const {
   Node r = t_alu(Op::MOD, p.dtype, {p.a, p.b});
   if (is_unsigned(p.dtype)) return Tensor(r);
   Node zero = t_full(p.a->shape, 0, p.dtype, p.a->device());
-  Node signs_differ = t_alu(Op::CMPNE, DType::bool_, {t_alu(Op::CMPLT, DType::bool_, {r, zero}),
-                                                        t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
+  Node signs_differ = t_alu(Op::CMPNE, DType::bool_,
+                            {t_alu(Op::CMPLT, DType::bool_, {r, zero}), t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
   Node adjust = t_alu(Op::AND, DType::bool_, {t_alu(Op::CMPNE, DType::bool_, {r, zero}), signs_differ});
   return Tensor(t_alu(Op::ADD, p.dtype, {r, t_alu(Op::MUL, p.dtype, {t_cast(adjust, p.dtype), p.b})}));
 }
@@ -181,12 +185,17 @@ Tensor Tensor::where(const Tensor& a, Scalar b) const { return where(a, scalar_l
 Tensor Tensor::where(Scalar a, const Tensor& b) const { return where(scalar_like(b, a), b); }
 Tensor Tensor::where(Scalar a, Scalar b) const {
   const bool f = a.kind == Scalar::floating || b.kind == Scalar::floating;
-  const DType t = f ? dtypes::default_float : (a.kind == Scalar::boolean && b.kind == Scalar::boolean ? DType::bool_ : dtypes::default_int);
+  const DType t = f ? dtypes::default_float
+                    : (a.kind == Scalar::boolean && b.kind == Scalar::boolean ? DType::bool_ : dtypes::default_int);
   return where(Tensor::scalar(a, t, device()), Tensor::scalar(b, t, device()));
 }
 
-Tensor Tensor::logical_and(const Tensor& o) const { return binary(Op::AND, cast(DType::bool_), o.cast(DType::bool_), "logical_and"); }
-Tensor Tensor::logical_or(const Tensor& o) const { return binary(Op::OR, cast(DType::bool_), o.cast(DType::bool_), "logical_or"); }
+Tensor Tensor::logical_and(const Tensor& o) const {
+  return binary(Op::AND, cast(DType::bool_), o.cast(DType::bool_), "logical_and");
+}
+Tensor Tensor::logical_or(const Tensor& o) const {
+  return binary(Op::OR, cast(DType::bool_), o.cast(DType::bool_), "logical_or");
+}
 Tensor Tensor::logical_not() const {
   const Tensor b = cast(DType::bool_);
   return Tensor(t_alu(Op::XOR, DType::bool_, {b.node(), t_full(shape(), true, DType::bool_, device())}));

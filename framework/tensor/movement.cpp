@@ -24,8 +24,8 @@ Tensor Tensor::reshape(Shape want) const {
   }
   if (infer >= 0) {
     if (known == 0 || numel() % known != 0)
-      throw ShapeError(hcq::cat("reshape: cannot reshape ", shape_str(shape()), " (", numel(), " elements) to ",
-                           shape_str(want)));
+      throw ShapeError(
+          hcq::cat("reshape: cannot reshape ", shape_str(shape()), " (", numel(), " elements) to ", shape_str(want)));
     want[static_cast<size_t>(infer)] = numel() / known;
   }
   return Tensor(t_reshape(node(), want));
@@ -66,7 +66,8 @@ Tensor Tensor::expand(Shape want) const {
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar value) const {
   if (before_after.size() != ndim())
-    throw InvalidArgument(hcq::cat("pad: ", before_after.size(), " pairs given for a tensor of ", ndim(), " dimensions"));
+    throw InvalidArgument(
+        hcq::cat("pad: ", before_after.size(), " pairs given for a tensor of ", ndim(), " dimensions"));
   // Negative padding removes elements (as in PyTorch): shrink first, then pad the rest.
   std::vector<int64_t> shrink_arg, pad_arg;
   for (size_t k = 0; k < ndim(); ++k) {
@@ -74,7 +75,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
     const int64_t start = b < 0 ? -b : 0, end = shape()[k] - (a < 0 ? -a : 0);
     if (end < start)
       throw ShapeError(hcq::cat("pad: padding (", b, ", ", a, ") removes more than dimension ", k, " of ",
-                           shape_str(shape()), " holds"));
+                                shape_str(shape()), " holds"));
     shrink_arg.insert(shrink_arg.end(), {start, end});
     pad_arg.insert(pad_arg.end(), {std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
   }
@@ -83,7 +84,8 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const {
   if (start_end.size() != ndim())
-    throw InvalidArgument(hcq::cat("shrink: ", start_end.size(), " pairs given for a tensor of ", ndim(), " dimensions"));
+    throw InvalidArgument(
+        hcq::cat("shrink: ", start_end.size(), " pairs given for a tensor of ", ndim(), " dimensions"));
   std::vector<int64_t> arg;
   for (size_t k = 0; k < ndim(); ++k) {
     auto [s, e] = start_end[k];
@@ -212,8 +214,8 @@ Tensor Tensor::cat(const std::vector<Tensor>& others, int axis) const {
       throw ShapeError(hcq::cat("cat: shapes ", shape_str(shape()), " and ", shape_str(x.shape()), " differ in rank"));
     for (size_t k = 0; k < ndim(); ++k)
       if (static_cast<int>(k) != a && x.shape()[k] != shape()[k])
-        throw ShapeError(hcq::cat("cat: shapes ", shape_str(shape()), " and ", shape_str(x.shape()),
-                             " differ outside axis ", axis));
+        throw ShapeError(
+            hcq::cat("cat: shapes ", shape_str(shape()), " and ", shape_str(x.shape()), " differ outside axis ", axis));
     if (x.device() != device())
       throw InvalidArgument(hcq::cat("cat: tensors on ", device(), " and ", x.device(), ": move them to one device"));
     t = promote_types(t, x.dtype());
@@ -238,8 +240,8 @@ Tensor Tensor::stack(const std::vector<Tensor>& tensors, int axis) {
   std::vector<Tensor> rest;
   for (size_t k = 1; k < tensors.size(); ++k) {
     if (tensors[k].shape() != tensors[0].shape())
-      throw ShapeError(hcq::cat("stack: shapes ", shape_str(tensors[0].shape()), " and ", shape_str(tensors[k].shape()),
-                           " differ"));
+      throw ShapeError(
+          hcq::cat("stack: shapes ", shape_str(tensors[0].shape()), " and ", shape_str(tensors[k].shape()), " differ"));
     rest.push_back(tensors[k].unsqueeze(a));
   }
   return tensors[0].unsqueeze(a).cat(rest, a);

@@ -31,7 +31,8 @@ Node random_bits(int64_t n, const std::string& dev) {
   const uint32_t key = mix64to32(g_seed.load() * 0x9e3779b97f4a7c15ull + k);
   const Shape s{n};
   auto c = [&](uint32_t v) { return t_full(s, static_cast<int64_t>(v), DType::uint32, dev); };
-  Node h = t_alu(Op::ADD, DType::uint32, {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), c(key)});
+  Node h = t_alu(Op::ADD, DType::uint32,
+                 {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), c(key)});
   h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(16)})});
   h = t_alu(Op::MUL, DType::uint32, {h, c(0x85ebca6bu)});
   h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(13)})});

@@ -65,8 +65,12 @@ int64_t count(const Tensor& x, const std::vector<int>& axes, std::string_view na
 
 }  // namespace
 
-Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Op::ADD, axes, keepdim, "sum"); }
-Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const { return accumulate(*this, Op::MUL, axes, keepdim, "prod"); }
+Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
+  return accumulate(*this, Op::ADD, axes, keepdim, "sum");
+}
+Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  return accumulate(*this, Op::MUL, axes, keepdim, "prod");
+}
 Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(*this, Op::MAX, axes, keepdim, "max"); }
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const { return reduce(*this, Op::MIN, axes, keepdim, "min"); }
 
@@ -106,8 +110,12 @@ Tensor Tensor::argmin(int axis, bool keepdim) const {
 Tensor Tensor::argmax() const { return flatten().argmax(0); }
 Tensor Tensor::argmin() const { return flatten().argmin(0); }
 
-Tensor Tensor::any(std::vector<int> axes, bool keepdim) const { return reduce(cast(DType::bool_), Op::MAX, axes, keepdim, "any"); }
-Tensor Tensor::all(std::vector<int> axes, bool keepdim) const { return reduce(cast(DType::bool_), Op::MIN, axes, keepdim, "all"); }
+Tensor Tensor::any(std::vector<int> axes, bool keepdim) const {
+  return reduce(cast(DType::bool_), Op::MAX, axes, keepdim, "any");
+}
+Tensor Tensor::all(std::vector<int> axes, bool keepdim) const {
+  return reduce(cast(DType::bool_), Op::MIN, axes, keepdim, "all");
+}
 
 Tensor Tensor::softmax(int axis) const {
   const Tensor x = is_float(dtype()) ? *this : cast(dtypes::default_float);
@@ -145,13 +153,13 @@ Tensor Tensor::cumsum(int axis) const {
 Tensor Tensor::matmul(const Tensor& o) const {
   if (ndim() == 0 || o.ndim() == 0)
     throw ShapeError(hcq::cat("matmul: both operands need at least one dimension, got ", shape_str(shape()), " and ",
-                         shape_str(o.shape())));
+                              shape_str(o.shape())));
   const Tensor a = ndim() == 1 ? unsqueeze(0) : *this;
   const Tensor b = o.ndim() == 1 ? o.unsqueeze(-1) : o;
   const int64_t k = a.shape(-1);
   if (b.shape(-2) != k)
-    throw ShapeError(hcq::cat("matmul: shapes ", shape_str(shape()), " and ", shape_str(o.shape()),
-                         " do not align (", k, " != ", b.shape(-2), ")"));
+    throw ShapeError(hcq::cat("matmul: shapes ", shape_str(shape()), " and ", shape_str(o.shape()), " do not align (",
+                              k, " != ", b.shape(-2), ")"));
   const Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
   try {
     broadcast_shape(batch_a, batch_b, "matmul");

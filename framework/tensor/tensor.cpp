@@ -42,7 +42,7 @@ Tensor::Tensor(std::span<const std::byte> bytes, Shape shape, DType dtype, std::
                               " bytes each)"));
   if (static_cast<uint64_t>(n) * dtype_size(dtype) != bytes.size())
     throw ShapeError(hcq::cat("tensor: ", bytes.size() / dtype_size(dtype), " elements of data for shape ",
-                         shape_str(shape), " (", n, " elements)"));
+                              shape_str(shape), " (", n, " elements)"));
   Node buf = new_buffer_node(canonical_device(device), dtype, n);
   if (n > 0) buf->payload->copyin(bytes);
   impl_ = std::make_shared<Impl>(Impl{t_reshape(buf, shape)});
@@ -54,8 +54,9 @@ Tensor Tensor::scalar(Scalar v, DType dtype, std::string device) {
 
 namespace {
 DType kind_dtype(Scalar v) {
-  return v.kind == Scalar::boolean ? DType::bool_ : v.kind == Scalar::integer ? dtypes::default_int
-                                                                              : dtypes::default_float;
+  return v.kind == Scalar::boolean   ? DType::bool_
+         : v.kind == Scalar::integer ? dtypes::default_int
+                                     : dtypes::default_float;
 }
 }  // namespace
 
@@ -93,8 +94,8 @@ Tensor Tensor::arange(Scalar start, Scalar stop, Scalar step, DType dtype, std::
   // Computed in the wider of the target type and int32/float32, so integer steps stay exact.
   const DType calc = is_float(dtype) ? dtypes::float32 : promote_types(dtype, DType::int32);
   Node idx = t_index(n, calc, dev);
-  Node v = t_alu(Op::ADD, calc,
-                 {t_alu(Op::MUL, calc, {idx, t_full({n}, step, calc, dev)}), t_full({n}, start, calc, dev)});
+  Node v =
+      t_alu(Op::ADD, calc, {t_alu(Op::MUL, calc, {idx, t_full({n}, step, calc, dev)}), t_full({n}, start, calc, dev)});
   return Tensor(t_cast(v, dtype));
 }
 
@@ -111,7 +112,7 @@ Tensor Tensor::cast(DType t) const { return Tensor(t_cast(node(), t)); }
 Tensor Tensor::bitcast(DType t) const {
   if (dtype_size(t) != dtype_size(dtype()))
     throw DTypeError(hcq::cat("bitcast: ", dtype_name(dtype()), " (", dtype_size(dtype()), " bytes) to ", dtype_name(t),
-                         " (", dtype_size(t), " bytes): the sizes differ"));
+                              " (", dtype_size(t), " bytes): the sizes differ"));
   if (t == dtype()) return *this;
   return Tensor(make_node(Op::BITCAST, t, {node()}));
 }
@@ -135,8 +136,9 @@ Tensor& Tensor::assign(const Tensor& o) {
   const Node& target = node();
   const Node* base = assign_base(target);
   if (!base)
-    throw InvalidArgument(hcq::cat("assign: the target ", shape_str(shape()), " is not a realized buffer (realize it, or "
-                              "make it with empty/zeros and realize, before assigning to it)"));
+    throw InvalidArgument(hcq::cat("assign: the target ", shape_str(shape()),
+                                   " is not a realized buffer (realize it, or "
+                                   "make it with empty/zeros and realize, before assigning to it)"));
   Node value = t_cast(t_broadcast(o.node(), shape(), "assign"), dtype());
   if (value->device() != device())
     throw InvalidArgument(hcq::cat("assign: the value is on ", value->device(), ", the target on ", device()));
@@ -156,7 +158,7 @@ Tensor Tensor::to(const std::string& device_name) const {
 void Tensor::read_into(std::span<std::byte> out, DType want) const {
   if (want != dtype())
     throw DTypeError(hcq::cat("data: the tensor is ", dtype_name(dtype()), ", not ", dtype_name(want),
-                         " (cast it, or use tolist())"));
+                              " (cast it, or use tolist())"));
   Tensor self = *this;
   self.realize();
   read_buffer_view(self.node(), out);
@@ -187,7 +189,8 @@ std::vector<double> Tensor::tolist() const {
 }
 
 double Tensor::item() const {
-  if (numel() != 1) throw ShapeError(hcq::cat("item: the tensor has ", numel(), " elements ", shape_str(shape()), ", not 1"));
+  if (numel() != 1)
+    throw ShapeError(hcq::cat("item: the tensor has ", numel(), " elements ", shape_str(shape()), ", not 1"));
   return tolist()[0];
 }
 

@@ -27,8 +27,8 @@ inline constexpr DType default_int = DType::int32;
 std::string_view dtype_name(DType t);  // "float32", "bool", ...
 unsigned dtype_size(DType t);          // bytes per element
 bool is_float(DType t);
-bool is_int(DType t);                  // signed or unsigned integer, not bool
-bool is_unsigned(DType t);             // uint8, uint32 (bool is not)
+bool is_int(DType t);       // signed or unsigned integer, not bool
+bool is_unsigned(DType t);  // uint8, uint32 (bool is not)
 
 // The result type of a binary op on two tensors, as PyTorch and tinygrad promote: a float beats an integer, the
 // wider beats the narrower; float16 with bfloat16 gives float32; a signed with an unsigned integer of the same or

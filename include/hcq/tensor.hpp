@@ -18,8 +18,8 @@
 #include <initializer_list>
 #include <memory>
 #include <span>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -84,8 +84,7 @@ class Tensor {
   static void manual_seed(uint64_t seed);
   static Tensor rand(Shape shape, DType dtype = dtypes::float32, std::string device = {});   // [0, 1)
   static Tensor randn(Shape shape, DType dtype = dtypes::float32, std::string device = {});  // N(0, 1)
-  static Tensor uniform(Shape shape, double low, double high, DType dtype = dtypes::float32,
-                        std::string device = {});
+  static Tensor uniform(Shape shape, double low, double high, DType dtype = dtypes::float32, std::string device = {});
 
   // A default-constructed Tensor is empty: every op on it throws InvalidArgument.
   Tensor() = default;

@@ -33,7 +33,8 @@ TEST_P(FrameworkCodegen, MatmulWithUpcastOutputAxis) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double want = cv[static_cast<size_t>(j)];
-      for (int64_t k = 0; k < K; ++k) want += double(av[static_cast<size_t>(i * K + k)]) * bv[static_cast<size_t>(k * N + j)];
+      for (int64_t k = 0; k < K; ++k)
+        want += double(av[static_cast<size_t>(i * K + k)]) * bv[static_cast<size_t>(k * N + j)];
       ASSERT_NEAR(got[static_cast<size_t>(i * N + j)], want, 1e-4) << i << ", " << j;
     }
 }
@@ -63,7 +64,8 @@ TEST_P(FrameworkCodegen, IntegerMatmulIsExact) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       int64_t want = 0;
-      for (int64_t k = 0; k < K; ++k) want += int64_t{av[static_cast<size_t>(i * K + k)]} * bv[static_cast<size_t>(k * N + j)];
+      for (int64_t k = 0; k < K; ++k)
+        want += int64_t{av[static_cast<size_t>(i * K + k)]} * bv[static_cast<size_t>(k * N + j)];
       ASSERT_EQ(got[static_cast<size_t>(i * N + j)], want) << i << ", " << j;
     }
 }

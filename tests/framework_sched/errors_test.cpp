@@ -1,7 +1,6 @@
 // The framework's errors: each typed, each message with its context, asserted exactly.
 #include <gtest/gtest.h>
 
-
 #include "framework/engine/compile.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -22,10 +21,8 @@ std::string message_of(F&& f) {
 
 TEST(FrameworkErrors, ShapeMismatchNamesTheOpAndBothShapes) {
   Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({4});
-  EXPECT_EQ(message_of<ShapeError>([&] { (void)(a + b); }),
-            "add: shapes (2, 3) and (4,) cannot be broadcast together");
-  EXPECT_EQ(message_of<ShapeError>([&] { (void)a.matmul(b); }),
-            "matmul: shapes (2, 3) and (4,) do not align (3 != 4)");
+  EXPECT_EQ(message_of<ShapeError>([&] { (void)(a + b); }), "add: shapes (2, 3) and (4,) cannot be broadcast together");
+  EXPECT_EQ(message_of<ShapeError>([&] { (void)a.matmul(b); }), "matmul: shapes (2, 3) and (4,) do not align (3 != 4)");
 }
 
 TEST(FrameworkErrors, BadAxis) {
@@ -83,8 +80,7 @@ TEST(FrameworkErrors, ReadingATensorOfAFaultedDeviceRethrowsTheFault) {
 
 TEST(FrameworkErrors, EmptyTensor) {
   Tensor t;
-  EXPECT_EQ(message_of<InvalidArgument>([&] { (void)t.shape(); }),
-            "tensor: the tensor is empty (default-constructed)");
+  EXPECT_EQ(message_of<InvalidArgument>([&] { (void)t.shape(); }), "tensor: the tensor is empty (default-constructed)");
 }
 
 // A kernel that does not compile: the engine's error names the kernel and device, shows the source with line
@@ -94,8 +90,7 @@ TEST(FrameworkErrors, CompileErrorShowsNumberedSourceBesideTheCompilerMessage) {
   rk.name = "E_broken";
   rk.source = "HCQ_KERNEL(E_broken, 1, 0) {\n  this is not C;\n}\n";
   rk.num_bufs = 1;
-  const std::string msg =
-      message_of<CompileError>([&] { fw::compile_kernels({fw::KernelRequest{"CPU:0", rk}}); });
+  const std::string msg = message_of<CompileError>([&] { fw::compile_kernels({fw::KernelRequest{"CPU:0", rk}}); });
   const std::string head =
       "kernel E_broken on CPU:0 failed to compile. Its source:\n"
       "   1 | HCQ_KERNEL(E_broken, 1, 0) {\n"
