@@ -1,21 +1,24 @@
 #include "framework/ir/ops.hpp"
 
+#include <iterator>
+
 namespace hcq::fw {
 
+namespace {
+// In the order of the enum (ops.hpp); the static_assert catches an op added there and not here.
+constexpr std::string_view kNames[] = {
+    "CONST",       "BUFFER",     "PARAM",  "INDEX", "RESHAPE", "PERMUTE",    "EXPAND",  "PAD",   "SHRINK", "FLIP",
+    "REDUCE_AXIS", "CONTIGUOUS", "ASSIGN", "COPY",  "SINK",    "CAST",       "BITCAST", "NEG",   "EXP",    "EXP2",
+    "LOG",         "LOG2",       "SIN",    "COS",   "SQRT",    "RECIPROCAL", "TRUNC",   "ADD",   "SUB",    "MUL",
+    "FDIV",        "IDIV",       "MOD",    "MAX",   "MIN",     "POW",        "CMPLT",   "CMPEQ", "CMPNE",  "AND",
+    "OR",          "XOR",        "SHL",    "SHR",   "WHERE",   "RANGE",      "LOAD",    "STORE", "REDUCE", "KERNEL",
+};
+static_assert(std::size(kNames) == static_cast<size_t>(Op::KERNEL) + 1);
+}  // namespace
+
 std::string_view op_name(Op op) {
-  switch (op) {
-#define NAME(x) \
-  case Op::x: return #x;
-    NAME(CONST)
-    NAME(BUFFER) NAME(PARAM) NAME(INDEX) NAME(RESHAPE) NAME(PERMUTE) NAME(EXPAND) NAME(PAD) NAME(SHRINK) NAME(FLIP)
-        NAME(REDUCE_AXIS) NAME(CONTIGUOUS) NAME(ASSIGN) NAME(COPY) NAME(SINK) NAME(CAST) NAME(BITCAST) NAME(NEG)
-            NAME(EXP) NAME(EXP2) NAME(LOG) NAME(LOG2) NAME(SIN) NAME(COS) NAME(SQRT) NAME(RECIPROCAL) NAME(TRUNC)
-                NAME(ADD) NAME(SUB) NAME(MUL) NAME(FDIV) NAME(IDIV) NAME(MOD) NAME(MAX) NAME(MIN) NAME(POW) NAME(CMPLT)
-                    NAME(CMPEQ) NAME(CMPNE) NAME(AND) NAME(OR) NAME(XOR) NAME(SHL) NAME(SHR) NAME(WHERE) NAME(RANGE)
-                        NAME(LOAD) NAME(STORE) NAME(REDUCE) NAME(KERNEL)
-#undef NAME
-  }
-  return "?";
+  const size_t k = static_cast<size_t>(op);
+  return k < std::size(kNames) ? kNames[k] : "?";
 }
 
 bool is_unary(Op op) { return op >= Op::NEG && op <= Op::TRUNC; }
