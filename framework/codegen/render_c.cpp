@@ -84,6 +84,9 @@ std::string tag(const char* prefix, int64_t n) {
   return s;
 }
 
+// Reduce loops of at most this many iterations are unrolled fully.
+constexpr int64_t kUnrollLimit = 8;
+
 struct Scope {
   Scope* parent = nullptr;
   int depth = 0;
@@ -337,8 +340,11 @@ class CRenderer {
       owned_.emplace_back(s);
       // With upcast lanes the vectors are across the lanes: left alone, clang would vectorise this loop instead
       // (with gathers across the reduce axis).
-      s->header = std::string(lane_ ? "_Pragma(\"clang loop vectorize(disable)\") " : "") + "for (int64_t " + v +
-                  " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      // Small reduce loops are unrolled whole (tinygrad's UNROLL): no loop overhead for a 3x3 window or a short row.
+      std::string pragmas;
+      if (lane_) pragmas += "_Pragma(\"clang loop vectorize(disable)\") ";
+      if (facts_.optimize && r->i[1] <= kUnrollLimit) pragmas += "_Pragma(\"clang loop unroll(full)\") ";
+      s->header = pragmas + "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
       range_scope_[r] = s;
       names_[r] = v;
       cur = s;

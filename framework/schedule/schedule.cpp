@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -67,6 +68,18 @@ bool reads_only_at_store_index(const Node& ast, int64_t local) {
   for (const NodeData* n : toposort({ast}))
     if (n->op == Op::LOAD && n->src[0]->i[0] == local && n->src[1] != store->src[1]) return false;
   return true;
+}
+
+// The slot a kernel copies verbatim when it is out[i] = in[i] over the whole of both buffers (same dtype, same
+// element count, no pad gate): nullopt for any other kernel.
+std::optional<uint32_t> identity_copy_source(const LoweredKernel& k) {
+  const Node& store = k.ast->src[0];
+  const Node& value = store->src[2];
+  if (value->op != Op::LOAD || value->src.size() != 2 || value->src[1] != store->src[1]) return std::nullopt;
+  const Node& in = value->src[0];
+  const Node& out = store->src[0];
+  if (in->i[0] == 0 || in->dtype != out->dtype || in->i[1] != out->i[1]) return std::nullopt;
+  return k.slots[static_cast<size_t>(in->i[0])];
 }
 
 std::string slot_desc(const Slot& s) { return cat(dtype_name(s.dtype), " buffer of ", s.numel, " elements"); }
@@ -134,6 +147,14 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
             extra.insert(n->src[1].get());
             restart = true;
           }
+      }
+      if (const std::optional<uint32_t> from = identity_copy_source(k)) {
+        // A kernel that only moves bytes is a device copy (framework.md, contract 7).
+        p.step.kind = Step::Kind::copy;
+        p.step.slots = {k.slots[0], *from};
+        p.reads = std::move(k.reads);
+        pending.push_back(std::move(p));
+        continue;
       }
       p.step.kind = Step::Kind::kernel;
       p.step.slots = std::move(k.slots);

@@ -111,3 +111,21 @@ TEST(FrameworkWalkthrough, ReshapeMulSum) {
 
 }  // namespace
 }  // namespace hcq
+
+namespace hcq {
+namespace {
+
+// contiguous() of a tensor that is contiguous already moves bytes only: a device copy, not a kernel.
+TEST(FrameworkKernelCount, ContiguousOfAContiguousBufferIsACopy) {
+  Tensor a = filled({3, 4}, 0);
+  Tensor c = a.contiguous();
+  const FrameworkCounters before = framework_counters();
+  c.realize();
+  const FrameworkCounters after = framework_counters();
+  EXPECT_EQ(after.kernels - before.kernels, 0u);
+  EXPECT_EQ(after.copies - before.copies, 1u);
+  EXPECT_EQ(c.data<float>(), a.data<float>());
+}
+
+}  // namespace
+}  // namespace hcq
