@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_set>
 
 #include "framework/ir/shape_of.hpp"
 #include "framework/ir/symbolic.hpp"
@@ -66,6 +67,7 @@ class Lowerer {
 
   std::vector<uint32_t> slots;
   std::vector<const NodeData*> reads;
+  std::vector<const NodeData*> disagreeing;
   int next_range = 0;
 
   Node buffer(uint32_t slot, DType t, int64_t numel) {
@@ -191,6 +193,8 @@ class Lowerer {
         return make_node(Op::WHERE, n->dtype, {valid, inner, const_node(n->dtype, n->f)});
       }
       case Op::REDUCE_AXIS: {
+        // Every key reaching here is new (value() memoizes): a second one for this reduce means a second index.
+        if (!reduce_seen_.insert(n.get()).second) disagreeing.push_back(n.get());
         const Shape& in = n->src[0]->shape;
         std::vector<Node> src_idx = idx;
         std::vector<Node> ranges;
@@ -215,6 +219,7 @@ class Lowerer {
   const std::unordered_map<const NodeData*, uint32_t>& realized_;
   const NodeData* root_;
   std::unordered_map<uint32_t, int64_t> local_;
+  std::unordered_set<const NodeData*> reduce_seen_;
   std::map<Key, Node> memo_;
 };
 
@@ -235,6 +240,7 @@ LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
   k.ast = simplify(make_node(Op::KERNEL, root->dtype, {store}));
   k.slots = std::move(lw.slots);
   k.reads = std::move(lw.reads);
+  k.disagreeing = std::move(lw.disagreeing);
   return k;
 }
 

@@ -18,6 +18,9 @@ struct LoweredKernel {
   std::vector<uint32_t> slots;  // the schedule slot of each kernel buffer: [0] the output, then inputs in order
   // The tensor-level nodes the kernel reads (realized nodes and PARAMs), for ordering.
   std::vector<const NodeData*> reads;
+  // Fused reduces this kernel needs at two different indices (their consumers disagree on the ranges): computed
+  // twice as it stands. The scheduler realizes them and lowers again.
+  std::vector<const NodeData*> disagreeing;
 };
 
 // Lowers `root`'s value (for an ASSIGN root: its value; for CONTIGUOUS: its source) into a kernel writing

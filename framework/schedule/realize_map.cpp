@@ -24,15 +24,9 @@ bool expands(const NodeData* n) {
 
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
                                                 const std::unordered_set<const NodeData*>& extra) {
-  // Consumers of each node (distinct users).
-  std::unordered_map<const NodeData*, int> users;
-  for (const NodeData* n : toposort(roots)) {
-    for (size_t k = 0; k < n->src.size(); ++k) {
-      bool seen = false;
-      for (size_t j = 0; j < k; ++j) seen |= n->src[j] == n->src[k];
-      if (!seen) ++users[n->src[k].get()];
-    }
-  }
+  // The kernel (realized root) whose walk reached each reduce: a reduce that two kernels need is computed once,
+  // into a buffer, instead of in both.
+  std::unordered_map<const NodeData*, const NodeData*> reached_by;
   std::unordered_set<const NodeData*> realized(extra.begin(), extra.end());
   std::vector<const NodeData*> work;
   for (const Node& r : roots)
@@ -62,7 +56,11 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
         case Op::CONTIGUOUS:
         case Op::COPY:
         case Op::ASSIGN: realize = true; break;
-        case Op::REDUCE_AXIS: realize = expanded || users[n] > 1; break;
+        case Op::REDUCE_AXIS: {
+          auto [it, first] = reached_by.emplace(n, root);
+          realize = expanded || (!first && it->second != root);
+          break;
+        }
         default: break;
       }
       if (realize) {

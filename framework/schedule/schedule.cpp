@@ -138,6 +138,10 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
       }
       if (numel(n->shape) == 0) continue;  // nothing to compute
       LoweredKernel k = lower_kernel(n, slot_of.at(n.get()), slot_of);
+      for (const NodeData* d : k.disagreeing) {
+        extra.insert(d);
+        restart = true;
+      }
       if (n->op == Op::ASSIGN) {
         // An assign whose value reads its own target at other positions would read elements it has already
         // overwritten: compute the value into a temporary first.

@@ -129,3 +129,39 @@ TEST(FrameworkKernelCount, ContiguousOfAContiguousBufferIsACopy) {
 
 }  // namespace
 }  // namespace hcq
+
+namespace hcq {
+namespace {
+
+// A reduce two kernels need is computed once, into a buffer both read.
+TEST(FrameworkKernelCount, AReduceTwoKernelsUseIsRealizedOnce) {
+  Tensor x = filled({4, 6}, 0);
+  Tensor s = x.sum(1);
+  Tensor a = s * 2, b = s.exp();
+  const uint64_t before = framework_counters().kernels;
+  Tensor::realize({a, b});
+  EXPECT_EQ(framework_counters().kernels - before, 3u);  // s, a, b
+}
+
+// Two uses of a reduce in one kernel at the same index fuse (computed once in that kernel); at different indices
+// (a flip) the consumers disagree, and the reduce is realized instead of computed twice.
+TEST(FrameworkKernelCount, AgreeingUsesFuseDisagreeingUsesRealize) {
+  Tensor x = filled({5, 6}, 0);
+  Tensor s = x.sum(1);
+  EXPECT_EQ(kernels_for(s * s + s.exp()), 1u);
+  Tensor t = x.max(1);
+  Tensor flipped = t + t.flip(0);
+  EXPECT_EQ(kernels_for(flipped), 2u);
+  const std::vector<float> xv = x.data<float>(), got = flipped.data<float>();
+  for (size_t i = 0; i < 5; ++i) {
+    float m1 = -INFINITY, m2 = -INFINITY;
+    for (size_t j = 0; j < 6; ++j) {
+      m1 = std::max(m1, xv[i * 6 + j]);
+      m2 = std::max(m2, xv[(4 - i) * 6 + j]);
+    }
+    EXPECT_EQ(got[i], m1 + m2) << i;
+  }
+}
+
+}  // namespace
+}  // namespace hcq
