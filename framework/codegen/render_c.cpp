@@ -207,6 +207,8 @@ class CRenderer {
     for (const NodeData* n : toposort({kernel}))
       if (n->op == Op::REDUCE) reduce = n;
     if (!reduce) return;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::BUFFERIZE) return;  // local arrays are filled by scalar loops; no lanes through them
     const DType t = kernel->src[0]->src[0]->dtype;
     const int64_t u = t == DType::int64 ? 8 : 16;
     if (r->i[1] % u != 0) return;
@@ -267,12 +269,13 @@ class CRenderer {
     if (auto it = deps_.find(n); it != deps_.end()) return it->second;
     std::vector<const NodeData*> out;
     if (n->op == Op::RANGE) out.push_back(n);
+    const bool owns_ranges = n->op == Op::REDUCE || n->op == Op::BUFFERIZE;
     for (const Node& s : n->src) {
-      if (n->op == Op::REDUCE && s->op == Op::RANGE) continue;
+      if (owns_ranges && s->op == Op::RANGE) continue;
       for (const NodeData* r : deps(s.get()))
         if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
     }
-    if (n->op == Op::REDUCE)
+    if (owns_ranges)
       for (size_t k = 1; k < n->src.size(); ++k) std::erase(out, n->src[k].get());
     return deps_[n] = std::move(out);
   }
@@ -315,6 +318,7 @@ class CRenderer {
     if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
     if (n->op == Op::REDUCE) return emit_reduce(n);
+    if (n->op == Op::BUFFERIZE) return emit_array(n);
     std::vector<std::string> a;
     for (const Node& s : n->src) {
       emit(s);
@@ -362,6 +366,38 @@ class CRenderer {
     return acc;
   }
 
+  // A kernel-local array (partial realisation): declared where its value's outer ranges live, filled by loops over
+  // its own ranges, read by LOADs after.
+  std::string emit_array(const NodeData* n) {
+    const std::string arr = tag("loc", next_var_++);
+    Scope* home = scope_of(n);
+    int64_t size = 1;
+    for (size_t k = 1; k < n->src.size(); ++k) size *= n->src[k]->i[1];
+    home->lines.push_back(std::string(value_type(n->dtype)) + " " + arr + tag("[", size) + "];");
+    Scope* cur = home;
+    std::string at;  // the element of the current point, row-major over the array's ranges
+    for (size_t k = 1; k < n->src.size(); ++k) {
+      const NodeData* r = n->src[k].get();
+      const std::string v = tag("r", r->i[0]);
+      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
+      owned_.emplace_back(s);
+      s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
+      range_scope_[r] = s;
+      names_[r] = v;
+      at = at.empty() ? v : "(" + at + tag(") * ", r->i[1]) + " + " + v;
+      cur = s;
+    }
+    emit(n->src[0]);
+    cur->lines.push_back(arr + "[" + (at.empty() ? "0" : at) + "] = " + ref(n->src[0].get()) + ";");
+    while (cur != home) {
+      Scope* p = cur->parent;
+      close(cur);
+      cur = p;
+    }
+    names_[n] = arr;
+    return arr;
+  }
+
   static std::string combine(Op op, DType t, const std::string& a, const std::string& b) {
     if (op == Op::ADD) return is_float(t) ? round_half(t, a + " + " + b) : wrap_int(t, a, '+', b);
     if (op == Op::MUL) return is_float(t) ? round_half(t, a + " * " + b) : wrap_int(t, a, '*', b);
@@ -398,8 +434,9 @@ class CRenderer {
       case Op::PARAM: return tag("b", n->i[0]);
       case Op::LOAD: {
         std::string v = a[0] + "[" + a[1] + "]";
-        if (t == DType::float16) v = "hcq_h2f(" + v + ")";
-        if (t == DType::bfloat16) v = "hcq_b2f(" + v + ")";
+        const bool from_buffer = n->src[0]->op == Op::PARAM;  // local arrays hold values, not storage words
+        if (from_buffer && t == DType::float16) v = "hcq_h2f(" + v + ")";
+        if (from_buffer && t == DType::bfloat16) v = "hcq_b2f(" + v + ")";
         if (n->src.size() > 2) v = a[2] + " ? " + v + " : " + literal(t, 0);
         return v;
       }

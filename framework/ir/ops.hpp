@@ -60,10 +60,14 @@ enum class Op : uint8_t {
   SHR,    // binary
   WHERE,  // (cond, a, b)
   // ---- kernel level
-  RANGE,   // a loop variable: i[0] = id, i[1] = extent; dtype index; i[2] = 1 for a reduce range
+  RANGE,   // a loop variable: i[0] = id, i[1] = extent; dtype index; i[2] = 0 output, 1 reduce, 2 local array
   LOAD,    // (PARAM, index[, gate]): the element at index of a kernel buffer; with a gate, 0 where it is false
   STORE,   // (PARAM, index, value)
   REDUCE,  // (value, ranges...): i[0] = the reduce op, accumulated over the ranges
+  // (value, ranges...): the value at every point of the ranges (RANGEs with i[2] = 2), kept in an array local to
+  // the kernel; LOAD(BUFFERIZE, index) reads it. Partial realisation: a reduce computed once per point of the axes
+  // where its users disagree, inside the loops of the axes where they agree.
+  BUFFERIZE,
   KERNEL,  // (STOREs...): a kernel's AST; s = its name
 };
 

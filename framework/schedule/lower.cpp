@@ -62,13 +62,27 @@ Node flat_index(const std::vector<Node>& idx, const Shape& shape) {
 
 class Lowerer {
  public:
-  Lowerer(const std::unordered_map<const NodeData*, uint32_t>& realized, const NodeData* root)
-      : realized_(realized), root_(root) {}
+  Lowerer(const std::unordered_map<const NodeData*, uint32_t>& realized, const NodeData* root, const LocalAxes& local)
+      : realized_(realized), root_(root), local_axes_(local) {}
 
   std::vector<uint32_t> slots;
   std::vector<const NodeData*> reads;
-  std::vector<const NodeData*> disagreeing;
   int next_range = 0;
+
+  // The fused reduces used at more than one index, with the axes on which the indices differ.
+  std::vector<LoweredKernel::Disagreement> disagreements() const {
+    std::vector<LoweredKernel::Disagreement> out;
+    for (const auto& [n, uses] : reduce_uses_) {
+      if (uses.size() < 2) continue;
+      LoweredKernel::Disagreement d{n, std::vector<bool>(n->shape.size(), false), 1};
+      for (size_t k = 0; k < n->shape.size(); ++k) {
+        for (const std::vector<Node>& u : uses) d.disagreeing_axes[k] = d.disagreeing_axes[k] || u[k] != uses[0][k];
+        if (d.disagreeing_axes[k]) d.local_elements *= n->shape[k];
+      }
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
 
   Node buffer(uint32_t slot, DType t, int64_t numel) {
     auto it = local_.find(slot);
@@ -193,20 +207,10 @@ class Lowerer {
         return make_node(Op::WHERE, n->dtype, {valid, inner, const_node(n->dtype, n->f)});
       }
       case Op::REDUCE_AXIS: {
-        // Every key reaching here is new (value() memoizes): a second one for this reduce means a second index.
-        if (!reduce_seen_.insert(n.get()).second) disagreeing.push_back(n.get());
-        const Shape& in = n->src[0]->shape;
-        std::vector<Node> src_idx = idx;
-        std::vector<Node> ranges;
-        for (size_t k = 1; k < n->i.size(); ++k) {
-          const size_t axis = static_cast<size_t>(n->i[k]);
-          Node r = make_node(Op::RANGE, kIndex, {}, {next_range++, in[axis], 1});
-          src_idx[axis] = r;
-          ranges.push_back(r);
-        }
-        std::vector<Node> src{value(n->src[0], src_idx, gate)};
-        src.insert(src.end(), ranges.begin(), ranges.end());
-        return make_node(Op::REDUCE, n->dtype, std::move(src), {n->i[0]});
+        if (auto it = local_axes_.find(n.get()); it != local_axes_.end()) return local_array_load(n, it->second, idx);
+        // Every key reaching here is new (value() memoizes): a second one for this reduce is a second index.
+        reduce_uses_[n.get()].push_back(idx);
+        return reduce(n, idx, gate);
       }
       default: break;
     }
@@ -216,18 +220,70 @@ class Lowerer {
     return make_node(n->op, n->dtype, std::move(src), n->i, n->f);
   }
 
+  // The REDUCE of n at idx: its reduced axes get fresh reduce ranges.
+  Node reduce(const Node& n, const std::vector<Node>& idx, const Node& gate) {
+    const Shape& in = n->src[0]->shape;
+    std::vector<Node> src_idx = idx;
+    std::vector<Node> ranges;
+    for (size_t k = 1; k < n->i.size(); ++k) {
+      const size_t axis = static_cast<size_t>(n->i[k]);
+      Node r = make_node(Op::RANGE, kIndex, {}, {next_range++, in[axis], 1});
+      src_idx[axis] = r;
+      ranges.push_back(r);
+    }
+    std::vector<Node> src{value(n->src[0], src_idx, gate)};
+    src.insert(src.end(), ranges.begin(), ranges.end());
+    return make_node(Op::REDUCE, n->dtype, std::move(src), {n->i[0]});
+  }
+
+  // A partially realized reduce: one local array per value of the agreeing axes' indices, holding the reduce at
+  // every point of the disagreeing axes; this use reads its element. The array is computed without the use's pad
+  // gate: it covers the reduce's own shape only, where every read is in bounds.
+  Node local_array_load(const Node& n, const std::vector<bool>& local_axes, const std::vector<Node>& idx) {
+    std::vector<Node> agreeing;
+    for (size_t k = 0; k < idx.size(); ++k)
+      if (!local_axes[k]) agreeing.push_back(idx[k]);
+    Key key{n, agreeing, nullptr};
+    Node array;
+    if (auto it = arrays_.find(key); it != arrays_.end()) {
+      array = it->second;
+    } else {
+      std::vector<Node> inner = idx, ranges;
+      for (size_t k = 0; k < idx.size(); ++k)
+        if (local_axes[k]) {
+          inner[k] = make_node(Op::RANGE, kIndex, {}, {next_range++, n->shape[k], 2});
+          ranges.push_back(inner[k]);
+        }
+      std::vector<Node> src{reduce(n, inner, nullptr)};
+      src.insert(src.end(), ranges.begin(), ranges.end());
+      array = make_node(Op::BUFFERIZE, n->dtype, std::move(src));
+      arrays_.emplace(std::move(key), array);
+    }
+    // Row-major over the local axes, in the order of the array's ranges.
+    Node at = index_const(0);
+    int64_t stride = 1;
+    for (size_t k = idx.size(); k-- > 0;)
+      if (local_axes[k]) {
+        at = idx_add(at, idx_mul(idx[k], stride));
+        stride *= n->shape[k];
+      }
+    return make_node(Op::LOAD, n->dtype, {array, at});
+  }
+
   const std::unordered_map<const NodeData*, uint32_t>& realized_;
   const NodeData* root_;
+  const LocalAxes& local_axes_;
+  std::unordered_map<const NodeData*, std::vector<std::vector<Node>>> reduce_uses_;
   std::unordered_map<uint32_t, int64_t> local_;
-  std::unordered_set<const NodeData*> reduce_seen_;
   std::map<Key, Node> memo_;
+  std::map<Key, Node> arrays_;
 };
 
 }  // namespace
 
 LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
-                           const std::unordered_map<const NodeData*, uint32_t>& realized) {
-  Lowerer lw(realized, root.get());
+                           const std::unordered_map<const NodeData*, uint32_t>& realized, const LocalAxes& local) {
+  Lowerer lw(realized, root.get(), local);
   const Shape& shape = root->shape;
   Node out = lw.buffer(out_slot, root->dtype, fw::numel(shape));
   std::vector<Node> idx(shape.size());
@@ -240,7 +296,7 @@ LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
   k.ast = simplify(make_node(Op::KERNEL, root->dtype, {store}));
   k.slots = std::move(lw.slots);
   k.reads = std::move(lw.reads);
-  k.disagreeing = std::move(lw.disagreeing);
+  k.disagreeing = lw.disagreements();
   return k;
 }
 

@@ -82,6 +82,9 @@ std::optional<uint32_t> identity_copy_source(const LoweredKernel& k) {
   return k.slots[static_cast<size_t>(in->i[0])];
 }
 
+// The largest kernel-local array of a partial realisation, in elements (it lives on the worker's stack).
+constexpr int64_t kMaxLocalElements = 4096;
+
 std::string slot_desc(const Slot& s) { return cat(dtype_name(s.dtype), " buffer of ", s.numel, " elements"); }
 
 }  // namespace
@@ -89,6 +92,7 @@ std::string slot_desc(const Slot& s) { return cat(dtype_name(s.dtype), " buffer 
 std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
   const std::vector<Node>& roots = sink->src;
   std::unordered_set<const NodeData*> extra;
+  LocalAxes local;
   for (;;) {
     const std::unordered_set<const NodeData*> realized = realize_map(roots, extra);
     auto sched = std::make_shared<Schedule>();
@@ -137,9 +141,16 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
         continue;
       }
       if (numel(n->shape) == 0) continue;  // nothing to compute
-      LoweredKernel k = lower_kernel(n, slot_of.at(n.get()), slot_of);
-      for (const NodeData* d : k.disagreeing) {
-        extra.insert(d);
+      LoweredKernel k = lower_kernel(n, slot_of.at(n.get()), slot_of, local);
+      for (const LoweredKernel::Disagreement& d : k.disagreeing) {
+        // Some axes agree and the rest fit a local array: partial realisation inside this kernel. Otherwise the
+        // reduce becomes a buffer of its own.
+        // (An axis of extent 1 agrees trivially: it does not count.)
+        bool some_agree = false;
+        for (size_t a = 0; a < d.disagreeing_axes.size(); ++a)
+          some_agree = some_agree || (!d.disagreeing_axes[a] && d.reduce->shape[a] > 1);
+        if (some_agree && d.local_elements <= kMaxLocalElements) local[d.reduce] = d.disagreeing_axes;
+        else extra.insert(d.reduce);
         restart = true;
       }
       if (n->op == Op::ASSIGN) {

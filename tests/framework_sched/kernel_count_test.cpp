@@ -165,3 +165,28 @@ TEST(FrameworkKernelCount, AgreeingUsesFuseDisagreeingUsesRealize) {
 
 }  // namespace
 }  // namespace hcq
+
+namespace hcq {
+namespace {
+
+// Partial realisation: s = x.sum(2) is read at (i, j) and (i, 4 - j). Its users agree on axis 0 and disagree on
+// axis 1, so one kernel computes, for each i, the row s[i, :] into a local array and reads both elements from it.
+TEST(FrameworkKernelCount, DisagreeingAxesAreRealizedLocallyInOneKernel) {
+  Tensor x = filled({3, 5, 7}, 0);
+  Tensor s = x.sum(2);
+  Tensor out = s * s.flip(1);
+  EXPECT_EQ(kernels_for(out), 1u);
+  const std::vector<float> xv = x.data<float>(), got = out.data<float>();
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 5; ++j) {
+      double a = 0, b = 0;
+      for (size_t k = 0; k < 7; ++k) {
+        a += xv[(i * 5 + j) * 7 + k];
+        b += xv[(i * 5 + (4 - j)) * 7 + k];
+      }
+      EXPECT_NEAR(got[i * 5 + j], a * b, 1e-3) << i << ", " << j;
+    }
+}
+
+}  // namespace
+}  // namespace hcq
