@@ -145,27 +145,20 @@ class CRenderer {
     choose_upcast(kernel, out_ranges);
     if (lane_) rk.name += tag("_up", upcast_);
 
-    // Open the output loops.
+    // Open the output loops; the outermost covers this workgroup's chunk when there are several.
     Scope* cur = &root_;
     for (size_t k = 0; k < out_ranges.size(); ++k) {
       const NodeData* r = out_ranges[k];
-      const std::string v = tag("r", r->i[0]);
-      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
-      owned_.emplace_back(s);
       if (k == 0 && groups > 1) {
         int64_t chunk = (r->i[1] + groups - 1) / groups;
         if (r == lane_) chunk = (chunk + upcast_ - 1) / upcast_ * upcast_;  // groups start on a lane boundary
-        root_.lines.push_back("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(chunk) + ";");
-        root_.lines.push_back("const int64_t hi = lo + " + std::to_string(chunk) + " < " + std::to_string(r->i[1]) +
-                              " ? lo + " + std::to_string(chunk) + " : " + std::to_string(r->i[1]) + ";");
-        s->header = "for (int64_t " + v + " = lo; " + v + " < hi;" + loop_step(r, v) + ") {";
+        const std::string c = std::to_string(chunk), e = std::to_string(r->i[1]);
+        root_.lines.push_back("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * " + c + ";");
+        root_.lines.push_back("const int64_t hi = lo + " + c + " < " + e + " ? lo + " + c + " : " + e + ";");
+        cur = open_loop(cur, r, "lo", "hi");
       } else {
-        s->header =
-            "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + ";" + loop_step(r, v) + ") {";
+        cur = open_loop(cur, r, "0", std::to_string(r->i[1]));
       }
-      range_scope_[r] = s;
-      names_[r] = v;
-      cur = s;
     }
     emit(store->src[1]);
     emit(store->src[2]);
@@ -175,11 +168,7 @@ class CRenderer {
     if (t == DType::float16) stored = "hcq_f2h(" + val + ")";
     if (t == DType::bfloat16) stored = "hcq_f2b(" + val + ")";
     cur->lines.push_back(lane_prefix(store.get()) + "b0[" + idx + "] = " + stored + ";");
-    while (cur != &root_) {
-      Scope* p = cur->parent;
-      close(cur);
-      cur = p;
-    }
+    close_to(cur, &root_);
 
     std::string src = kCPrelude;
     src += "HCQ_KERNEL(" + rk.name + ", " + std::to_string(rk.num_bufs) + ", 0) {\n";
@@ -327,6 +316,26 @@ class CRenderer {
     return define(n, value_type(n->dtype), expr(n, a));
   }
 
+  // A loop over range r as a new scope inside `parent`: `for (int64_t rN = from; rN < to; <step>) {`.
+  Scope* open_loop(Scope* parent, const NodeData* r, const std::string& from, const std::string& to,
+                   const std::string& pragmas = {}) {
+    const std::string v = tag("r", r->i[0]);
+    auto* s = new Scope{parent, parent->depth + 1, {}, {}};
+    owned_.emplace_back(s);
+    s->header = pragmas + "for (int64_t " + v + " = " + from + "; " + v + " < " + to + ";" + loop_step(r, v) + ") {";
+    range_scope_[r] = s;
+    names_[r] = v;
+    return s;
+  }
+  // Closes the loops from `cur` out to (not including) `home`.
+  void close_to(Scope* cur, Scope* home) {
+    while (cur != home) {
+      Scope* p = cur->parent;
+      close(cur);
+      cur = p;
+    }
+  }
+
   std::string emit_reduce(const NodeData* n) {
     const Op op = static_cast<Op>(n->i[0]);
     const std::string acc = tag("acc", next_var_++);
@@ -339,30 +348,19 @@ class CRenderer {
     Scope* cur = home;
     for (size_t k = 1; k < n->src.size(); ++k) {
       const NodeData* r = n->src[k].get();
-      const std::string v = tag("r", r->i[0]);
-      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
-      owned_.emplace_back(s);
       // With upcast lanes the vectors are across the lanes: left alone, clang would vectorise this loop instead
-      // (with gathers across the reduce axis).
-      // Small reduce loops are unrolled whole (tinygrad's UNROLL): no loop overhead for a 3x3 window or a short row.
+      // (with gathers across the reduce axis). Small reduce loops are unrolled whole (tinygrad's UNROLL): no loop
+      // overhead for a 3x3 window or a short row.
       std::string pragmas;
       if (lane_) pragmas += "_Pragma(\"clang loop vectorize(disable)\") ";
       if (facts_.optimize && r->i[1] <= kUnrollLimit) pragmas += "_Pragma(\"clang loop unroll(full)\") ";
-      s->header = pragmas + "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
-      range_scope_[r] = s;
-      names_[r] = v;
-      cur = s;
+      cur = open_loop(cur, r, "0", std::to_string(r->i[1]), pragmas);
     }
     names_[n] = acc;  // refs below read it as a lane array when the reduce is upcast
     emit(n->src[0]);
     const std::string body = ref(n->src[0].get()), a = ref(n);
     cur->lines.push_back(lane_prefix(n) + a + " = " + combine(op, n->dtype, a, body) + ";");
-    while (cur != home) {
-      Scope* p = cur->parent;
-      close(cur);
-      cur = p;
-    }
-    names_[n] = acc;
+    close_to(cur, home);
     return acc;
   }
 
@@ -378,22 +376,12 @@ class CRenderer {
     std::string at;  // the element of the current point, row-major over the array's ranges
     for (size_t k = 1; k < n->src.size(); ++k) {
       const NodeData* r = n->src[k].get();
-      const std::string v = tag("r", r->i[0]);
-      auto* s = new Scope{cur, cur->depth + 1, {}, {}};
-      owned_.emplace_back(s);
-      s->header = "for (int64_t " + v + " = 0; " + v + " < " + std::to_string(r->i[1]) + "; ++" + v + ") {";
-      range_scope_[r] = s;
-      names_[r] = v;
-      at = at.empty() ? v : "(" + at + tag(") * ", r->i[1]) + " + " + v;
-      cur = s;
+      cur = open_loop(cur, r, "0", std::to_string(r->i[1]));
+      at = at.empty() ? names_[r] : "(" + at + tag(") * ", r->i[1]) + " + " + names_[r];
     }
     emit(n->src[0]);
     cur->lines.push_back(arr + "[" + (at.empty() ? "0" : at) + "] = " + ref(n->src[0].get()) + ";");
-    while (cur != home) {
-      Scope* p = cur->parent;
-      close(cur);
-      cur = p;
-    }
+    close_to(cur, home);
     names_[n] = arr;
     return arr;
   }

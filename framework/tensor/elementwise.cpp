@@ -82,31 +82,35 @@ Tensor Tensor::pow(const Tensor& o) const { return binary(Op::POW, *this, o, "po
 Tensor Tensor::maximum(const Tensor& o) const { return binary(Op::MAX, *this, o, "maximum"); }
 Tensor Tensor::minimum(const Tensor& o) const { return binary(Op::MIN, *this, o, "minimum"); }
 
-// Floor division from C's truncating one: one less when the remainder is non-zero and the signs differ.
+namespace {
+// Where C's truncating division differs from floor division: a non-zero remainder (C's has the dividend's sign)
+// whose sign is not the divisor's.
+Node floor_differs(const Pair& p, const Node& remainder) {
+  Node zero = t_full(p.a->shape, 0, p.dtype, p.a->device());
+  Node signs_differ =
+      t_alu(Op::CMPNE, DType::bool_,
+            {t_alu(Op::CMPLT, DType::bool_, {remainder, zero}), t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
+  return t_alu(Op::AND, DType::bool_, {t_alu(Op::CMPNE, DType::bool_, {remainder, zero}), signs_differ});
+}
+}  // namespace
+
+// Floor division (Python's //): one less than C's quotient where they differ.
 Tensor Tensor::idiv(const Tensor& o) const {
   need_int(*this, o, "idiv");
   Pair p = promote(*this, o, "idiv");
   Node q = t_alu(Op::IDIV, p.dtype, {p.a, p.b});
   if (is_unsigned(p.dtype)) return Tensor(q);
-  Node zero = t_full(p.a->shape, 0, p.dtype, p.a->device());
   Node r = t_alu(Op::MOD, p.dtype, {p.a, p.b});
-  Node signs_differ = t_alu(Op::CMPNE, DType::bool_,
-                            {t_alu(Op::CMPLT, DType::bool_, {p.a, zero}), t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
-  Node adjust = t_alu(Op::AND, DType::bool_, {t_alu(Op::CMPNE, DType::bool_, {r, zero}), signs_differ});
-  return Tensor(t_alu(Op::SUB, p.dtype, {q, t_cast(adjust, p.dtype)}));
+  return Tensor(t_alu(Op::SUB, p.dtype, {q, t_cast(floor_differs(p, r), p.dtype)}));
 }
 
-// Python's %: the remainder takes the divisor's sign.
+// Python's %: the remainder takes the divisor's sign (C's plus the divisor where they differ).
 Tensor Tensor::mod(const Tensor& o) const {
   need_int(*this, o, "mod");
   Pair p = promote(*this, o, "mod");
   Node r = t_alu(Op::MOD, p.dtype, {p.a, p.b});
   if (is_unsigned(p.dtype)) return Tensor(r);
-  Node zero = t_full(p.a->shape, 0, p.dtype, p.a->device());
-  Node signs_differ = t_alu(Op::CMPNE, DType::bool_,
-                            {t_alu(Op::CMPLT, DType::bool_, {r, zero}), t_alu(Op::CMPLT, DType::bool_, {p.b, zero})});
-  Node adjust = t_alu(Op::AND, DType::bool_, {t_alu(Op::CMPNE, DType::bool_, {r, zero}), signs_differ});
-  return Tensor(t_alu(Op::ADD, p.dtype, {r, t_alu(Op::MUL, p.dtype, {t_cast(adjust, p.dtype), p.b})}));
+  return Tensor(t_alu(Op::ADD, p.dtype, {r, t_alu(Op::MUL, p.dtype, {t_cast(floor_differs(p, r), p.dtype), p.b})}));
 }
 
 Tensor Tensor::add(Scalar s) const { return add(scalar_like(*this, s)); }

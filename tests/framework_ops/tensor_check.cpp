@@ -45,20 +45,8 @@ std::string format_index(size_t flat, const ref::Dims& shape) {
 
 }  // namespace
 
-const char* name_of(DType t) {
-  switch (t) {
-    case DType::bool_: return "bool";
-    case DType::int8: return "int8";
-    case DType::uint8: return "uint8";
-    case DType::int32: return "int32";
-    case DType::uint32: return "uint32";
-    case DType::int64: return "int64";
-    case DType::float16: return "float16";
-    case DType::bfloat16: return "bfloat16";
-    case DType::float32: return "float32";
-  }
-  return "?";
-}
+// For messages only (names are not values under test).
+const char* name_of(DType t) { return hcq::dtype_name(t).data(); }
 
 bool is_float_type(DType t) { return t == DType::float16 || t == DType::bfloat16 || t == DType::float32; }
 bool is_unsigned_type(DType t) { return t == DType::uint8 || t == DType::uint32; }
