@@ -178,7 +178,6 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   }
   std::vector<Buffer> arenas;
   for (const Arena& a : s.arenas) arenas.emplace_back(open_device(a.device), std::max<uint64_t>(a.bytes, 1));
-  std::vector<Buffer> views;
   for (size_t k = s.num_params; k < s.slots.size(); ++k) {
     const Slot& slot = s.slots[k];
     if (slot.role == Slot::Role::output) {

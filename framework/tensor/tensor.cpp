@@ -1,9 +1,7 @@
 // Tensor: the handle, creation from host data and by value, casts, realisation and reading back.
 #include "hcq/tensor.hpp"
 
-#include <atomic>
 #include <cmath>
-#include <cstring>
 
 #include "framework/engine/realize.hpp"
 #include "framework/ir/shape_of.hpp"
