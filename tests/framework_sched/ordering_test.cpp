@@ -87,3 +87,30 @@ TEST(FrameworkMemoryPlan, CallerBuffersAreNeverPlanned) {
 
 }  // namespace
 }  // namespace hcq
+
+namespace hcq {
+namespace {
+
+// A graph across two devices: a kernel on CPU:0, a device copy to CPU:1, a kernel there, in one realize.
+TEST(FrameworkOrdering, CopyBetweenDevicesOrdersKernelsOnBoth) {
+  Tensor x = vec({1, 2, 3, 4});
+  Tensor y = (x * 2).to("CPU:1") + 1;
+  EXPECT_EQ(y.device(), "CPU:1");
+  const FrameworkCounters before = framework_counters();
+  y.realize();
+  const FrameworkCounters after = framework_counters();
+  EXPECT_EQ(after.kernels - before.kernels, 2u);
+  EXPECT_EQ(after.copies - before.copies, 1u);
+  EXPECT_EQ(y.data<float>(), (std::vector<float>{3, 5, 7, 9}));
+  // Mixing devices in one op is refused with both names.
+  try {
+    (void)(x + y);
+    FAIL() << "expected an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "add: the operands are on different devices (CPU:0 and CPU:1): move one with to()");
+  }
+}
+
+}  // namespace
+}  // namespace hcq
