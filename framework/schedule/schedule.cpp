@@ -1,11 +1,10 @@
-// build_schedule: realize map -> one lowered kernel (or copy) per realized node -> order by RAW/WAR -> memory plan
-// of the temporaries -> rendered and compiled kernels.
+// build_schedule: realize map -> one lowered kernel (or copy) per realized node -> order -> memory plan of the
+// temporaries -> rendered and compiled kernels.
 #include "framework/schedule/schedule.hpp"
 
 #include <algorithm>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +13,7 @@
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/lower.hpp"
 #include "framework/schedule/memory_plan.hpp"
+#include "framework/schedule/order.hpp"
 #include "framework/schedule/realize_map.hpp"
 #include "framework/tensor/build.hpp"
 #include "hcq/device.hpp"
@@ -179,55 +179,14 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
     }
     if (restart) continue;
 
-    // Order: a read of a realized node after the step that writes it (RAW); a read of a parameter's old value
-    // before any assign that overwrites that parameter (WAR).
+    // Order by the steps' buffer dependencies (order.hpp).
     const size_t n_steps = pending.size();
-    std::unordered_map<const NodeData*, size_t> writer;
-    std::unordered_map<uint32_t, std::vector<size_t>> assigns_to;
-    for (size_t k = 0; k < n_steps; ++k) {
-      writer[pending[k].writes] = k;
-      if (pending[k].writes->op == Op::ASSIGN) assigns_to[pending[k].step.slots[0]].push_back(k);
-    }
-    std::vector<std::vector<size_t>> after(n_steps);
-    std::vector<int> indegree(n_steps, 0);
-    auto edge = [&](size_t from, size_t to) {
-      if (from == to) return;
-      after[from].push_back(to);
-      ++indegree[to];
-    };
-    for (size_t k = 0; k < n_steps; ++k) {
-      // Two assigns to one buffer in a chain: the outer one writes after the inner one (write-after-write).
-      const NodeData* w = pending[k].writes;
-      if (w->op == Op::ASSIGN && w->src[0]->op == Op::ASSIGN)
-        if (auto it = writer.find(w->src[0].get()); it != writer.end()) edge(it->second, k);
-    }
-    for (size_t k = 0; k < n_steps; ++k)
-      for (const NodeData* r : pending[k].reads) {
-        if (auto it = writer.find(r); it != writer.end()) edge(it->second, k);
-        if (r->op == Op::PARAM)
-          if (auto it = assigns_to.find(static_cast<uint32_t>(r->i[0])); it != assigns_to.end())
-            for (size_t a : it->second) edge(k, a);
-      }
-    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
-    for (size_t k = 0; k < n_steps; ++k)
-      if (indegree[k] == 0) ready.push(k);
-    std::vector<size_t> order;
-    while (!ready.empty()) {
-      const size_t k = ready.top();
-      ready.pop();
-      order.push_back(k);
-      for (size_t m : after[k])
-        if (--indegree[m] == 0) ready.push(m);
-    }
-    if (order.size() != n_steps) {
-      std::string names;
-      for (size_t k = 0; k < n_steps; ++k)
-        if (indegree[k] > 0)
-          names += cat(names.empty() ? "" : ", ", "the ", pending[k].writes->op == Op::ASSIGN ? "assign to " : "",
-                       slot_desc(s.slots[pending[k].step.slots[0]]), " (", shape_str(pending[k].writes->shape), ")");
-      throw InvalidArgument(cat("schedule: a cycle: ", names,
-                                " each read a buffer another of them overwrites; realize them one at a time"));
-    }
+    std::vector<StepAccess> access;
+    for (const Pending& p : pending) access.push_back(StepAccess{p.writes, p.step.slots[0], p.reads});
+    const std::vector<size_t> order = order_steps(access, [&](size_t k) {
+      return cat("the ", pending[k].writes->op == Op::ASSIGN ? "assign to " : "",
+                 slot_desc(s.slots[pending[k].step.slots[0]]), " (", shape_str(pending[k].writes->shape), ")");
+    });
 
     // Memory plan of the temporaries, per device.
     std::vector<size_t> position(n_steps);
