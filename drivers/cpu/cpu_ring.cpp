@@ -50,22 +50,32 @@ uint64_t CpuRing::submit(std::span<const uint32_t> body, std::span<const uint32_
 
 bool CpuRing::wait_consumed(uint64_t pos) const {
   uint64_t r = read_pointer();
+  if (r >= pos) return true;
   const auto timeout = knobs::wait_timeout();
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto now = std::chrono::steady_clock::now();
+  auto deadline = now + timeout;
+  // Spin first, yielding every few polls, for about as long as a short kernel runs: a sleep, even of 1 us, costs
+  // ~50 us of timer slack, which an eager launch of a real kernel (its queue's destructor waits here) would pay.
+  const auto spin_until = now + std::chrono::microseconds(50);
   auto nap = std::chrono::microseconds(1);
-  unsigned spins = 0;
+  unsigned polls = 0;
   while (r < pos) {
-    if (++spins < 256) {
+    if (now < spin_until) {
       cpu_relax();
+      if ((++polls & 63) == 0) {
+        now = std::chrono::steady_clock::now();
+        std::this_thread::yield();
+      }
     } else {
       std::this_thread::sleep_for(nap);
       nap = std::min(nap * 2, std::chrono::microseconds(1000));
+      now = std::chrono::steady_clock::now();
     }
     const uint64_t now_r = read_pointer();
     if (now_r != r) {
       r = now_r;
-      deadline = std::chrono::steady_clock::now() + timeout;
-    } else if (std::chrono::steady_clock::now() > deadline) {
+      deadline = now + timeout;
+    } else if (now > deadline) {
       return false;
     }
   }
