@@ -2,7 +2,7 @@
 // subchannel with nothing bound, SET_OBJECT of a class the channel does not have, GPFIFO entries that point at
 // unmapped memory or are control entries the simulator does not run, GPPut outside the ring, a header whose data
 // runs past its segment, and semaphores and copies on unmapped addresses. Each fault names the method and the
-// GPFIFO position, the channel stops (a later entry does not run) and the process lives on.
+// GPFIFO position (an MMU fault also the access the engine made: read, write or atomic), the channel stops (a later entry does not run) and the process lives on.
 #include "engine_fixture.hpp"
 
 namespace hcq::sim::nv_engine::testing {
@@ -19,7 +19,8 @@ struct StreamCase {
   std::function<void(TestChannel& ch, TestHost& host)> submit;
   ChannelFaultKind kind;
   const char* expect;
-  uint64_t address = 0;  // the fault's address, when it has one
+  uint64_t address = 0;                // the fault's address, when it has one
+  MmuAccess access = MmuAccess::read;  // an MMU fault's access, as the engine made it
 };
 
 uint32_t sem_exec(const nv::ClassMethods& h, std::string_view op, bool is64) {
@@ -56,7 +57,7 @@ std::vector<StreamCase> cases() {
       {"no such class", NvEngineKind::compute, one({header(SecOp::inc_method, 2, 0, 1), 0x1234}),
        ChannelFaultKind::pbdma_error, "names class 0x1234"},
       {"segment unmapped", NvEngineKind::compute, [](TestChannel& ch, TestHost&) { ch.entry(0x7700000000, 4); },
-       ChannelFaultKind::mmu_fault, "pushbuffer segment", 0x7700000000},
+       ChannelFaultKind::mmu_fault, "is not mapped; read of address 0x7700000000", 0x7700000000},
       {"control entry", NvEngineKind::compute,
        [](TestChannel& ch, TestHost&) {
          ch.raw_entry(nv::gpfifo::kOpcode.place(nv::gpfifo::kOpcode.value_of("ILLEGAL")));
@@ -76,7 +77,21 @@ std::vector<StreamCase> cases() {
          p.inc(0, ch.host_class(), "SEM_ADDR_LO", {0x10000, 0x66, 1, 0, sem_exec(ch.host_class(), "RELEASE", true)});
          ch.submit(p.w);
        },
-       ChannelFaultKind::mmu_fault, "SEM_EXECUTE", 0x6600010000},
+       ChannelFaultKind::mmu_fault,
+       "SEM_EXECUTE: semaphore release to an unmapped address; write of address 0x6600010000", 0x6600010000,
+       MmuAccess::write},
+      {"reduction unmapped", NvEngineKind::compute,
+       [](TestChannel& ch, TestHost&) {
+         const nv::ClassMethods& h = ch.host_class();
+         Push p;
+         p.inc(0, h, "SEM_ADDR_LO",
+               {0x10000, 0x66, 1, 0,
+                sem_exec(h, "REDUCTION", false) | field(h, "SEM_EXECUTE", "REDUCTION", std::string_view("IADD"))});
+         ch.submit(p.w);
+       },
+       ChannelFaultKind::mmu_fault,
+       "SEM_EXECUTE: semaphore reduction on an unmapped address; atomic of address 0x6600010000", 0x6600010000,
+       MmuAccess::atomic},
       {"acquire unmapped", NvEngineKind::compute,
        [](TestChannel& ch, TestHost&) {
          Push p;
@@ -84,7 +99,8 @@ std::vector<StreamCase> cases() {
                {0x10000, 0x66, 1, 0, sem_exec(ch.host_class(), "ACQ_CIRC_GEQ", false)});
          ch.submit(p.w);
        },
-       ChannelFaultKind::mmu_fault, "semaphore acquire", 0x6600010000},
+       ChannelFaultKind::mmu_fault, "semaphore acquire from an unmapped address; read of address 0x6600010000",
+       0x6600010000, MmuAccess::read},
       {"64-bit semaphore misaligned", NvEngineKind::compute,
        [](TestChannel& ch, TestHost&) {
          Push p;
@@ -106,7 +122,23 @@ std::vector<StreamCase> cases() {
                 field(c, "LAUNCH_DMA", "DATA_TRANSFER_TYPE", std::string_view("NON_PIPELINED"))});
          ch.submit(p.w);
        },
-       ChannelFaultKind::mmu_fault, "LAUNCH_DMA", 0x5500000000},
+       ChannelFaultKind::mmu_fault, "touches unmapped memory; write of address 0x5500000000", 0x5500000000,
+       MmuAccess::write},
+      {"copy from unmapped", NvEngineKind::copy,
+       [](TestChannel& ch, TestHost&) {
+         const auto& c = ch.copy_class();
+         Push p;
+         p.set_object(4, c.class_id);
+         p.inc(4, c, "OFFSET_IN_UPPER", {0x55, 0, 0, static_cast<uint32_t>(kDataVa)});
+         p.inc(4, c, "LINE_LENGTH_IN", {64});
+         p.inc(4, c, "LAUNCH_DMA",
+               {field(c, "LAUNCH_DMA", "SRC_MEMORY_LAYOUT", std::string_view("PITCH")) |
+                field(c, "LAUNCH_DMA", "DST_MEMORY_LAYOUT", std::string_view("PITCH")) |
+                field(c, "LAUNCH_DMA", "DATA_TRANSFER_TYPE", std::string_view("NON_PIPELINED"))});
+         ch.submit(p.w);
+       },
+       ChannelFaultKind::mmu_fault, "touches unmapped memory; read of address 0x5500000000", 0x5500000000,
+       MmuAccess::read},
       {"block-linear copy", NvEngineKind::copy,
        [](TestChannel& ch, TestHost&) {
          const auto& c = ch.copy_class();
@@ -146,6 +178,9 @@ TEST_P(NvEngineFault, BadStreamsFaultTheChannel) {
     EXPECT_NE(f.reason.find(c.expect), std::string::npos) << f.reason;
     if (c.address) {
       EXPECT_EQ(f.address, c.address) << f.reason;
+    }
+    if (c.kind == ChannelFaultKind::mmu_fault) {
+      EXPECT_EQ(f.access, c.access) << f.reason;
     }
     if (std::string_view(c.name) != "GPPut outside the ring") {
       EXPECT_EQ(f.gpfifo_position, 1u) << f.reason;

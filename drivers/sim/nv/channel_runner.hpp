@@ -59,16 +59,24 @@ enum class MmuAccess : uint8_t { read, write, atomic, prefetch };
 
 const char* to_string(MmuAccess a);
 
+// The unit of an SM that made a faulting access; RM's fault record names it as the GPC client.
+enum class SmClient : uint8_t {
+  none,            // not an SM: the host (PBDMA), the front end or a copy engine
+  constant_cache,  // instruction fetch and constant banks (the GPC constant cache, GCC)
+  l1,              // the kernel's own loads, stores and atomics (the SM's L1/texture unit, a T1 client)
+};
+
 struct ChannelFault {
   ChannelFaultKind kind = ChannelFaultKind::pbdma_error;
   uint64_t address = 0;                // the faulting VA (mmu_fault), or 0
   uint64_t gpfifo_position = 0;        // GPGet of the entry being executed when it happened
   std::string reason;                  // one line for people: method, subchannel, class, what was expected vs found
   MmuAccess access = MmuAccess::read;  // mmu_fault: the access that faulted
-  // mmu_fault: an SM made the access (a kernel's instruction fetch, constant bank or data), so the fault comes from
-  // a GPC client of GR. RM records only those for the compute context (GT200_DEBUGGER's READ_MMU_FAULT_INFO); the
-  // host's, the front end's and the copy engines' it reports through the notifier and the kernel log only.
-  bool by_sm = false;
+  // mmu_fault: whether an SM made the access (a kernel's instruction fetch, constant bank or data), so the fault
+  // comes from a GPC client of GR. RM records only those for the compute context (GT200_DEBUGGER's
+  // READ_MMU_FAULT_INFO); the host's, the front end's and the copy engines' it reports through the notifier and the
+  // kernel log only.
+  SmClient sm = SmClient::none;
   // The copy engine made the access or raised the error. RM's notifier names the engine that faulted (COPYn), which
   // for a copy channel in a graphics channel group is not the group's engine.
   bool by_copy_engine = false;

@@ -60,16 +60,17 @@ uint32_t access_type(MmuAccess a) {
 }
 
 // What RM records for the graphics context when an SM's access faults (kgrctxRecordMmuFault): the first fault's
-// MMU_FAULT_INFO word stays until cleared; the entry goes into a 4-slot ring that keeps the latest 3. The simulated
-// SMs fault only on fetches (instructions, constant bank 0), which the GPC's constant cache makes; every VA the
-// simulator does not map is one without a page table entry (a PTE fault), as an unmapped VA inside a process's
-// page directories is on hardware.
+// MMU_FAULT_INFO word stays until cleared; the entry goes into a 4-slot ring that keeps the latest 3. Fetches
+// (instructions, constant bank 0) come from the GPC's constant cache, a kernel's loads, stores and atomics from the
+// SM's L1 (the simulator runs every kernel on GPC 0's first TPC: T1_0); every VA the simulator does not map is one
+// without a page table entry (a PTE fault), as an unmapped VA inside a process's page directories is on hardware.
 void record_sm_fault(NvGrFaultRecord& r, const ChannelFault& f) {
   namespace mfi = abi::mmu_fault_info;
   const uint32_t access = access_type(f.access);
   if (!r.valid) {
     r.valid = true;
-    r.fault_info = mfi::make(abi::fault_type::pte, abi::gpc_client::gcc, access, mfi::kClientTypeGpc, 0);
+    const uint32_t client = f.sm == SmClient::l1 ? abi::gpc_client::t1_0 : abi::gpc_client::gcc;
+    r.fault_info = mfi::make(abi::fault_type::pte, client, access, mfi::kClientTypeGpc, 0);
   }
   constexpr uint32_t kSlots = sizeof(r.ring) / sizeof(r.ring[0]);
   r.ring[r.head] = NvGrFaultRecord::Entry{f.address, abi::fault_type::pte, access};
@@ -224,7 +225,7 @@ void write_error_notifier(const NvChannel& ch, uint64_t now, uint32_t code, uint
 
 void SimNv::State::fault_channel_locked(NvChannel& ch, const ChannelFault& f) {
   if (ch.faulted) return;  // the first fault stops the channel; later reports add nothing
-  if (f.kind == ChannelFaultKind::mmu_fault && f.by_sm && ch.desc.engine == NvEngineKind::compute)
+  if (f.kind == ChannelFaultKind::mmu_fault && f.sm != SmClient::none && ch.desc.engine == NvEngineKind::compute)
     record_sm_fault(ch.gr_faults, f);
   // The notifier names the engine that faulted: a copy engine as COPYn even on a channel of a graphics group.
   const uint32_t code = robust_channel_code(f.kind, ch.desc.engine_instance);

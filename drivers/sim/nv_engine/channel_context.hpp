@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "hcq/error.hpp"
@@ -32,13 +33,15 @@ class ChannelContext : public GuestMemory<ChannelHost> {
   const ChannelDesc& desc() const { return desc_; }
   const EngineOptions& options() const { return options_; }
 
-  // Runs a launch through the attached kernel runner: "" when it ran, else why not.
-  std::string run_launch(const Launch& l);
+  // Runs a launch through the attached kernel runner: "" when it ran, else why not. A kernel that touched memory
+  // the GPU does not map ran (as far as it got), and `access_fault` holds its first such access.
+  std::string run_launch(const Launch& l, std::optional<KernelAccessFault>& access_fault);
 
-  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`. `access`, `by_sm`
-  // and `by_copy_engine` say who took it (ChannelFault).
+  // Reports a fault to the host and keeps it. Returns Step::faulted, for `return ctx.fault(...)`. `access`, `sm`
+  // and `by_copy_engine` say which access it was and who made it (ChannelFault); an MMU fault's reason ends with
+  // the address and the access.
   Step fault(ChannelFaultKind kind, const Where& at, uint64_t address, const std::string& reason,
-             MmuAccess access = MmuAccess::read, bool by_sm = false, bool by_copy_engine = false);
+             MmuAccess access = MmuAccess::read, SmClient sm = SmClient::none, bool by_copy_engine = false);
   const ChannelFault& last_fault() const { return fault_; }
   // True (and that fault kept, nothing reported) when the driver stopped this channel with its group
   // (ChannelHost::stopped_by_group). The runner asks before each step.

@@ -39,16 +39,16 @@ class ComputeEngine final : public ClassEngine {
   }
 
  private:
-  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why) {
-    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why);
+  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why,
+                MmuAccess access = MmuAccess::read, SmClient sm = SmClient::none) {
+    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why, access,
+               sm);
     return Outcome::fault;
   }
 
-  // An SM's fetch (instructions, constant bank) from an unmapped VA: a read fault of a GPC client.
+  // An SM's fetch (instructions, constant bank) from an unmapped VA: a read fault of the GPC's constant cache.
   Outcome sm_fetch_fault(const MethodCall& c, uint64_t address, const std::string& why) {
-    ctx_.fault(ChannelFaultKind::mmu_fault, c.at, address,
-               std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why, MmuAccess::read, true);
-    return Outcome::fault;
+    return fault(ChannelFaultKind::mmu_fault, c, address, why, MmuAccess::read, SmClient::constant_cache);
   }
 
   Outcome pcas(const MethodCall& c) {
@@ -124,7 +124,12 @@ class ComputeEngine final : public ClassEngine {
           at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
     l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
 
-    const std::string error = ctx_.run_launch(l);
+    std::optional<KernelAccessFault> access_fault;
+    const std::string error = ctx_.run_launch(l, access_fault);
+    if (access_fault)
+      return fault(ChannelFaultKind::mmu_fault, c, access_fault->address(),
+                   at + "the kernel at " + hex(l.program_va) + " (" + dims + ") touched memory the GPU does not map",
+                   access_fault->access(), SmClient::l1);
     if (!error.empty())
       return bad("launch of " + dims + " at " + hex(l.program_va) + " failed: " + error, l.program_va);
 
@@ -143,7 +148,8 @@ class ComputeEngine final : public ClassEngine {
       const bool is64 = four || two;
       if (is64 && va % 8) return bad(name + " semaphore address " + hex(va) + " is not 8-byte aligned", va);
       if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, payload, is64, four))
-        return fault(ChannelFaultKind::mmu_fault, c, *miss, at + name + " semaphore at " + hex(va) + " is not mapped");
+        return fault(ChannelFaultKind::mmu_fault, c, *miss, at + name + " semaphore at " + hex(va) + " is not mapped",
+                     MmuAccess::write);
     }
 
     if (get(r.dependent_qmd0_enable)) {
@@ -169,7 +175,8 @@ class ComputeEngine final : public ClassEngine {
     if (four && va % 8)
       return fault(ChannelFaultKind::gr_exception, c, va, "four-word report address is not 8-byte aligned");
     if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, c.value(report_c_), four, four))
-      return fault(ChannelFaultKind::mmu_fault, c, *miss, "report semaphore release to an unmapped address");
+      return fault(ChannelFaultKind::mmu_fault, c, *miss, "report semaphore release to an unmapped address",
+                   MmuAccess::write);
     return Outcome::done;
   }
 

@@ -31,9 +31,10 @@ class CopyEngine final : public ClassEngine {
   Outcome execute(const MethodCall& c) override { return &c.method == launch_ ? launch(c) : Outcome::done; }
 
  private:
-  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why) {
-    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_LAUNCH_DMA " + hex(c.data) + ": " + why,
-               MmuAccess::read, /*by_sm=*/false, /*by_copy_engine=*/true);
+  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why,
+                MmuAccess access = MmuAccess::read) {
+    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_LAUNCH_DMA " + hex(c.data) + ": " + why, access,
+               SmClient::none, /*by_copy_engine=*/true);
     return Outcome::fault;
   }
   // LAUNCH_DMA field `name` by its enum name (empty when the value has none).
@@ -44,6 +45,14 @@ class CopyEngine final : public ClassEngine {
   uint64_t address(const MethodCall& c, const nv::Method* upper, const nv::Method* lower) const {
     const uint64_t hi = upper && !upper->fields.empty() ? upper->fields[0].get(c.value(upper)) : 0;
     return (hi << 32) | c.value(lower);
+  }
+
+  // Which side of a copy of `length` bytes from `from` to `to` faulted at `bad`. The copy walks both ranges in step
+  // and checks the source first at each step, so the fault is the read when `bad` is where the source's walk stands
+  // no later than the destination's.
+  static MmuAccess copy_fault_access(uint64_t from, uint64_t to, uint64_t length, uint64_t bad) {
+    const uint64_t read_at = bad - from, write_at = bad - to;  // wrap to huge when `bad` is below the range
+    return read_at < length && (write_at >= length || read_at <= write_at) ? MmuAccess::read : MmuAccess::write;
   }
 
   Outcome launch(const MethodCall& c) {
@@ -76,12 +85,13 @@ class CopyEngine final : public ClassEngine {
     const uint64_t lines = multi ? c.value(line_count_) : 1;
     const uint64_t pitch_in = multi ? c.value(pitch_in_) : 0, pitch_out = multi ? c.value(pitch_out_) : 0;
     for (uint64_t line = 0; line < lines; ++line) {
+      const uint64_t from = src + line * pitch_in, to = dst + line * pitch_out;
       uint64_t bad = 0;
-      if (!ctx_.copy(dst + line * pitch_out, src + line * pitch_in, length, bad))
+      if (!ctx_.copy(to, from, length, bad))
         return fault(ChannelFaultKind::mmu_fault, c, bad,
-                     "copy of " + std::to_string(length) + " bytes from " + hex(src + line * pitch_in) + " to " +
-                         hex(dst + line * pitch_out) + (multi ? " (line " + std::to_string(line) + ")" : "") +
-                         " touches unmapped memory");
+                     "copy of " + std::to_string(length) + " bytes from " + hex(from) + " to " + hex(to) +
+                         (multi ? " (line " + std::to_string(line) + ")" : "") + " touches unmapped memory",
+                     copy_fault_access(from, to, length, bad));
     }
     return Outcome::done;
   }
@@ -103,16 +113,18 @@ class CopyEngine final : public ClassEngine {
     if (is64 && va % 8) return fault(ChannelFaultKind::ce_error, c, va, "semaphore address is not 8-byte aligned");
     if (flag(c, "SEMAPHORE_REDUCTION_ENABLE") == "TRUE") {
       if (!ctx_.ptr(va, is64 ? 8 : 4))
-        return fault(ChannelFaultKind::mmu_fault, c, va, "semaphore reduction on an unmapped address");
+        return fault(ChannelFaultKind::mmu_fault, c, va, "semaphore reduction on an unmapped address",
+                     MmuAccess::atomic);
       const bool is_signed = flag(c, "SEMAPHORE_REDUCTION_SIGN") == "SIGNED";
       const std::string why = reduce_semaphore(ctx_, va, flag(c, "SEMAPHORE_REDUCTION"), is_signed, payload, two_word);
       if (!why.empty()) return fault(ChannelFaultKind::ce_error, c, va, why);
       if (four_word && !ctx_.store<uint64_t>(va + 8, ctx_.host().gpu_time_ns()))
-        return fault(ChannelFaultKind::mmu_fault, c, va + 8, "semaphore timestamp to an unmapped address");
+        return fault(ChannelFaultKind::mmu_fault, c, va + 8, "semaphore timestamp to an unmapped address",
+                     MmuAccess::write);
       return Outcome::done;
     }
     if (const std::optional<uint64_t> bad = release_semaphore(ctx_, va, payload, is64, four_word))
-      return fault(ChannelFaultKind::mmu_fault, c, *bad, "semaphore release to an unmapped address");
+      return fault(ChannelFaultKind::mmu_fault, c, *bad, "semaphore release to an unmapped address", MmuAccess::write);
     return Outcome::done;
   }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "hcq/error.hpp"
 #include "sim/common/engine_group.hpp"
 #include "sim/common/runner_core.hpp"
 #include "sim/nv/channel_runner.hpp"
@@ -41,8 +42,24 @@ struct Launch {
 
 // Runs one launch to completion on the calling (simulator) thread. Returns "" when the kernel ran, else why it
 // could not (no host twin at that program address, ...), which faults the channel with that reason (gr_exception).
-// An exception thrown from it faults the channel likewise.
+// An exception thrown from it faults the channel likewise, except a KernelAccessFault: the kernel itself touched
+// memory the GPU does not map, which is an MMU fault of the SM's L1 with that address and access.
 using LaunchFn = std::function<std::string(const Launch&, ChannelHost& host)>;
+
+class KernelAccessFault : public DeviceFault {
+ public:
+  KernelAccessFault(uint64_t address, MmuAccess access)
+      : DeviceFault(std::string("kernel ") + to_string(access) + " of GPU VA " + hex(address) +
+                    ", which the GPU does not map"),
+        address_(address),
+        access_(access) {}
+  uint64_t address() const { return address_; }
+  MmuAccess access() const { return access_; }
+
+ private:
+  uint64_t address_;
+  MmuAccess access_;
+};
 
 // Threaded or deterministic, the runners' states and their scheduling: drivers/sim/common/runner_core.hpp.
 using sim::RunnerState;

@@ -142,7 +142,7 @@ Step Executor::finish_entry() {
   pos_ = 0;
   const uint64_t get_va = d.userd_va + gp::kUserdGpGetOffset;
   if (!ctx_.store<uint32_t>(get_va, get_))
-    return ctx_.fault(ChannelFaultKind::mmu_fault, where(), get_va, "USERD (GPGet) is not mapped");
+    return ctx_.fault(ChannelFaultKind::mmu_fault, where(), get_va, "USERD (GPGet) is not mapped", MmuAccess::write);
   return Step::progress;
 }
 

@@ -33,8 +33,9 @@ class HostEngine final : public ClassEngine {
   std::string waiting_on() const override { return waiting_; }
 
  private:
-  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why) {
-    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why);
+  Outcome fault(ChannelFaultKind kind, const MethodCall& c, uint64_t address, const std::string& why,
+                MmuAccess access = MmuAccess::read) {
+    ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why, access);
     return Outcome::fault;
   }
   uint64_t field(const MethodCall& c, const nv::Method* m, std::string_view name) const {
@@ -56,12 +57,14 @@ class HostEngine final : public ClassEngine {
     if (op_name == "RELEASE") {
       const bool ts = c.method.field("RELEASE_TIMESTAMP")->get(c.data) == 1;
       if (const std::optional<uint64_t> bad = release_semaphore(ctx_, va, payload, is64, ts))
-        return fault(ChannelFaultKind::mmu_fault, c, *bad, "semaphore release to an unmapped address");
+        return fault(ChannelFaultKind::mmu_fault, c, *bad, "semaphore release to an unmapped address",
+                     MmuAccess::write);
       return Outcome::done;
     }
     if (op_name == "REDUCTION") {
       if (!ctx_.ptr(va, is64 ? 8 : 4))
-        return fault(ChannelFaultKind::mmu_fault, c, va, "semaphore reduction on an unmapped address");
+        return fault(ChannelFaultKind::mmu_fault, c, va, "semaphore reduction on an unmapped address",
+                     MmuAccess::atomic);
       const nv::BitField* red = c.method.field("REDUCTION");
       const bool is_signed = c.method.field("REDUCTION_FORMAT")->get(c.data) == 0;
       const std::string why = reduce_semaphore(ctx_, va, red->name_of(red->get(c.data)), is_signed, payload, is64);
@@ -69,7 +72,8 @@ class HostEngine final : public ClassEngine {
       // A reduction may carry the timestamp too (how a queue stamps a signal without changing its value).
       if (c.method.field("RELEASE_TIMESTAMP")->get(c.data) == 1 &&
           !ctx_.store<uint64_t>(va + 8, ctx_.host().gpu_time_ns()))
-        return fault(ChannelFaultKind::mmu_fault, c, va + 8, "semaphore timestamp to an unmapped address");
+        return fault(ChannelFaultKind::mmu_fault, c, va + 8, "semaphore timestamp to an unmapped address",
+                     MmuAccess::write);
       return Outcome::done;
     }
     if (op_name.empty()) return fault(ChannelFaultKind::pbdma_error, c, 0, "undefined OPERATION " + std::to_string(op));
