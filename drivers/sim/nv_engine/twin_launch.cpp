@@ -1,5 +1,6 @@
 #include "sim/nv_engine/twin_launch.hpp"
 
+#include "sim/nv_engine/access_trap.hpp"
 #include "twins/twin_registry.hpp"
 
 namespace hcq::sim::nv_engine {
@@ -12,7 +13,14 @@ LaunchFn twin_launcher(const TwinRegistry& twins) {
     d.kernarg_va = l.cbank0_va;  // the registry adds the kernel's own parameter offset (its cubin says where)
     d.groups = l.groups;
     d.local = l.local;
-    twins.run(d, [&host](uint64_t va, uint64_t size) { return host.translate(va, size); });
+    // What the GPU does not map, the twin gets as a trap's stand-in: the kernel runs, and its first access there is
+    // the MMU fault, with the access it was (access_trap.hpp).
+    AccessTrap trap;
+    twins.run(d, [&host, &trap](uint64_t va, uint64_t size) {
+      std::byte* p = host.translate(va, size);
+      return p ? p : trap.stand_in(va);
+    });
+    if (const std::optional<AccessTrap::Access> a = trap.first_fault()) throw KernelAccessFault(a->va, a->access);
     return {};
   };
 }
