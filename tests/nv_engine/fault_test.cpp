@@ -2,7 +2,8 @@
 // subchannel with nothing bound, SET_OBJECT of a class the channel does not have, GPFIFO entries that point at
 // unmapped memory or are control entries the simulator does not run, GPPut outside the ring, a header whose data
 // runs past its segment, and semaphores and copies on unmapped addresses. Each fault names the method and the
-// GPFIFO position (an MMU fault also the access the engine made: read, write or atomic), the channel stops (a later entry does not run) and the process lives on.
+// GPFIFO position (an MMU fault also the access the engine made: read, write or atomic), the channel stops (a later
+// entry does not run) and the process lives on.
 #include "engine_fixture.hpp"
 
 namespace hcq::sim::nv_engine::testing {
