@@ -74,8 +74,9 @@ TEST_P(DumpReplayQuarantine, TimedOutSignalIsNeverReused) {
   ASSERT_EQ(dump::run_replay(args, o, e), dump::kExitTimedOut) << o.str() << e.str();
   const std::string out = o.str();
 
-  const std::optional<uint64_t> replayed = address_after(out, " ms, signal ");
-  const std::optional<uint64_t> probed = address_after(out, "probe: signal ");
+  // Both waits time out (the probe's queue is stuck behind the replayed one): each message names its address.
+  const std::optional<uint64_t> replayed = address_after(out, "signal \"hcq-dump replay\" at ");
+  const std::optional<uint64_t> probed = address_after(out, "signal \"hcq-dump replay probe\" at ");
   ASSERT_TRUE(replayed && probed) << out;
   EXPECT_NE(*replayed, *probed) << out;
   EXPECT_NE(out.find("quarantined: signal " + hex_of(*replayed) +
