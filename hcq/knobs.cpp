@@ -1,5 +1,6 @@
 // Environment knobs. Most are read at each call (they are not on hot paths, and tests may change them);
-// HCQ_WAIT_TIMEOUT_MS is read once, at first use, because every signal wait asks for it.
+// HCQ_WAIT_TIMEOUT_MS is read once, at first use, because every signal wait asks for it. Every number is checked
+// against its knob's range here, where it is read, so no caller ever sees a wrapped or absurd value.
 #include "hcq/knobs.hpp"
 
 #include <unistd.h>
@@ -23,20 +24,47 @@ std::optional<std::string> env(const char* name) {
   return std::string(v);
 }
 
-// A whole unsigned decimal number; anything else (sign, spaces, suffix, overflow) names the knob and the text.
-uint64_t parse_number(const char* name, const std::string& text) {
+// A decimal number in lo..hi, or the knob's default when unset or empty. Anything else (a sign, a space, a suffix,
+// an overflow of 64 bits, a value past the range) names the knob, its text and the range: a negative or huge value
+// must never wrap into something the code below would use.
+uint64_t number_in(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi, std::string_view what) {
+  const std::optional<std::string> text = env(name);
+  if (!text) return fallback;
   uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end)
-    throw InvalidArgument(cat(name, "=\"", text, "\" is not a non-negative whole number"));
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec != std::errc() || ptr != end || value < lo || value > hi)
+    throw InvalidArgument(cat(name, "=\"", *text, "\" is not ", what, " in ", lo, "..", hi));
   return value;
 }
 
-std::optional<uint64_t> number(const char* name) {
-  auto text = env(name);
-  if (!text) return std::nullopt;
-  return parse_number(name, *text);
+// A 0/1 switch: unset or empty is off; any other text than 0 or 1 ("yes", "2", " 1") is an error rather than off.
+bool switch_on(const char* name) {
+  const std::optional<std::string> text = env(name);
+  if (!text || *text == "0") return false;
+  if (*text == "1") return true;
+  throw InvalidArgument(cat(name, "=\"", *text, "\" is not 0 or 1"));
+}
+
+// HCQ_WAIT_TIMEOUT_MS as read once: the value, or the error a bad text gives (kept, so that every reader sees the
+// same answer, and so that wait_timeout_or_default() never has to throw or re-read).
+struct WaitTimeoutKnob {
+  std::optional<std::chrono::milliseconds> value;
+  std::string error;
+};
+
+const WaitTimeoutKnob& wait_timeout_knob() noexcept {
+  static const WaitTimeoutKnob knob = [] {
+    WaitTimeoutKnob k;
+    try {
+      k.value = std::chrono::milliseconds(number_in("HCQ_WAIT_TIMEOUT_MS", kDefaultWaitTimeoutMs, 0, kMaxWaitTimeoutMs,
+                                                    "a whole number of milliseconds"));
+    } catch (const InvalidArgument& e) {
+      k.error = e.what();
+    }
+    return k;
+  }();
+  return knob;
 }
 
 bool executable_on_path(std::string_view program) {
@@ -59,12 +87,16 @@ bool executable_on_path(std::string_view program) {
 std::optional<std::string> device() { return env("HCQ_DEVICE"); }
 
 std::chrono::milliseconds wait_timeout() {
-  // Read once: waits are hot. A malformed value throws here and is re-read (and re-thrown) at the next call.
-  static const std::chrono::milliseconds timeout{number("HCQ_WAIT_TIMEOUT_MS").value_or(30000)};
-  return timeout;
+  const WaitTimeoutKnob& knob = wait_timeout_knob();
+  if (!knob.value) throw InvalidArgument(knob.error);
+  return *knob.value;
 }
 
-bool assert_compile() { return number("HCQ_ASSERT_COMPILE").value_or(0) != 0; }
+std::chrono::milliseconds wait_timeout_or_default() noexcept {
+  return wait_timeout_knob().value.value_or(std::chrono::milliseconds(kDefaultWaitTimeoutMs));
+}
+
+bool assert_compile() { return switch_on("HCQ_ASSERT_COMPILE"); }
 
 std::string cache_dir() {
   if (auto dir = env("HCQ_CACHE_DIR")) return *dir;
@@ -76,31 +108,20 @@ std::string cache_dir() {
 
 uint64_t va_size_bytes() {
   constexpr uint64_t kGiB = uint64_t{1} << 30;
-  const std::optional<uint64_t> asked = number("HCQ_VA_SIZE_GB");
-  if (!asked) return va_layout::kDefaultSize;
-  const uint64_t gb = *asked;
+  static_assert(va_layout::kDefaultSize % kGiB == 0);
   // 2^17 GiB = 128 TiB, the whole x86-64 user half: anything above cannot be reserved.
-  if (gb == 0 || gb > (uint64_t{1} << 17)) throw InvalidArgument(cat("HCQ_VA_SIZE_GB=", gb, " is outside 1..131072"));
-  return gb * kGiB;
+  return kGiB *
+         number_in("HCQ_VA_SIZE_GB", va_layout::kDefaultSize / kGiB, 1, uint64_t{1} << 17, "a whole number of GiB");
 }
 
 unsigned cpu_threads() {
-  if (auto n = number("HCQ_CPU_THREADS")) {
-    if (*n == 0 || *n > 4096) throw InvalidArgument(cat("HCQ_CPU_THREADS=", *n, " is outside 1..4096"));
-    return static_cast<unsigned>(*n);
-  }
-  unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1 : cores;  // 0 means "unknown"
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());  // 0 means "unknown"
+  return static_cast<unsigned>(number_in("HCQ_CPU_THREADS", cores, 1, 4096, "a whole number of threads"));
 }
 
-int debug() {
-  auto n = number("HCQ_DEBUG");
-  if (!n) return 0;
-  if (*n > 7) throw InvalidArgument(cat("HCQ_DEBUG=", *n, " is outside 0..7"));
-  return static_cast<int>(*n);
-}
+int debug() { return static_cast<int>(number_in("HCQ_DEBUG", 0, 0, 7, "a debug level")); }
 
-bool noopt() { return env("HCQ_NOOPT").value_or("0") == "1"; }
+bool noopt() { return switch_on("HCQ_NOOPT"); }
 
 std::string cpu_cc() {
   if (auto cc = env("HCQ_CC")) return *cc;
@@ -119,7 +140,7 @@ std::string bundle_dir() {
 }
 
 unsigned bundle_max() {
-  return static_cast<unsigned>(std::min<uint64_t>(number("HCQ_BUNDLE_MAX").value_or(16), 1u << 20));
+  return static_cast<unsigned>(number_in("HCQ_BUNDLE_MAX", 16, 0, uint64_t{1} << 20, "a whole number of bundles"));
 }
 
 }  // namespace hcq::knobs

@@ -51,7 +51,8 @@ uint64_t CpuRing::submit(std::span<const uint32_t> body, std::span<const uint32_
 bool CpuRing::wait_consumed(uint64_t pos) const {
   uint64_t r = read_pointer();
   if (r >= pos) return true;
-  const auto timeout = knobs::wait_timeout();
+  // Never throws: its caller is CpuQueue's destructor. A bad HCQ_WAIT_TIMEOUT_MS is reported by the waits instead.
+  const auto timeout = knobs::wait_timeout_or_default();
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + timeout;
   // Spin first, yielding every few polls, for about as long as a short kernel runs: a sleep, even of 1 us, costs

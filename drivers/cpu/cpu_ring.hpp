@@ -32,7 +32,7 @@ class CpuRing {
   // than the ring still goes through. Returns the write pointer just past the submission.
   uint64_t submit(std::span<const uint32_t> body, std::span<const uint32_t> tail = {});
   // Waits until the consumer has run everything before `pos`. False when it made no progress for
-  // knobs::wait_timeout() (a hung queue).
+  // knobs::wait_timeout_or_default() (a hung queue). Never throws: CpuQueue's destructor calls it.
   bool wait_consumed(uint64_t pos) const;
 
   // ---- consumer side (the one worker thread)

@@ -1,6 +1,9 @@
-// The one documented place for every environment knob (docs/knobs.md lists them with defaults).
+// The one documented place for every environment knob (docs/knobs.md lists them with defaults and valid ranges).
 // Lifetime: no state of their own; each knob is read from the environment when asked (HCQ_WAIT_TIMEOUT_MS once, on
 // first use, since every wait asks).
+// A number knob is range-checked where it is read: text that is not a decimal number inside the knob's range (a
+// sign, a space, a suffix, an overflow, a value past the range) throws hcq::InvalidArgument naming the knob, its
+// text and the range, e.g. `HCQ_DEBUG="9" is not a debug level in 0..7`. A 0/1 switch accepts exactly 0 or 1.
 #pragma once
 
 #include <chrono>
@@ -12,16 +15,25 @@ namespace hcq::knobs {
 
 // HCQ_DEVICE: the default device name.
 std::optional<std::string> device();
-// HCQ_WAIT_TIMEOUT_MS: default signal wait timeout (default 30000). Read once, at first use: waits are hot.
+// HCQ_WAIT_TIMEOUT_MS: default signal wait timeout (default 30000, 0..kMaxWaitTimeoutMs). Read once, at first use:
+// waits are hot. A bad value is remembered too: every call in the process throws the same InvalidArgument.
 // The other knobs are read at each call.
 std::chrono::milliseconds wait_timeout();
-// HCQ_ASSERT_COMPILE=1: any real compile throws (the cache must serve).
+// The same knob for code that must not throw (destructors waiting for a queue to finish reading its memory): its
+// value when valid, else the default. The bad value still surfaces as InvalidArgument from every wait_timeout().
+std::chrono::milliseconds wait_timeout_or_default() noexcept;
+// The longest wait timeout accepted (one day): a wait that sees no progress for longer is a hang by any measure, and
+// the bound keeps every deadline (now + timeout, in nanoseconds) far from overflowing.
+inline constexpr uint64_t kMaxWaitTimeoutMs = 86'400'000;
+inline constexpr uint64_t kDefaultWaitTimeoutMs = 30'000;
+// HCQ_ASSERT_COMPILE=1: any real compile throws (the cache must serve). 0 or 1.
 bool assert_compile();
 // HCQ_CACHE_DIR, else $XDG_CACHE_HOME/hcq, else $HOME/.cache/hcq.
 std::string cache_dir();
-// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256; placed below 2^40, see hcq/va_layout.hpp).
+// HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256, 1..131072; placed below 2^40, see
+// hcq/va_layout.hpp).
 uint64_t va_size_bytes();
-// HCQ_CPU_THREADS: worker threads per CPU device for kernels (default: number of cores).
+// HCQ_CPU_THREADS: worker threads per CPU device for kernels (default: number of cores, 1..4096).
 unsigned cpu_threads();
 // HCQ_CC: the C compiler the CPU device uses (default: clang-19, else clang).
 std::string cpu_cc();
@@ -30,14 +42,14 @@ std::string cpu_cc();
 std::optional<std::string> dump();
 // HCQ_BUNDLE_DIR: where hang bundles go (default ${TMPDIR:-/tmp}/hcq-bundles); "off" writes none. At each bundle.
 std::string bundle_dir();
-// HCQ_BUNDLE_MAX: hang bundles one process writes at most (default 16, capped at 2^20). At each bundle.
+// HCQ_BUNDLE_MAX: hang bundles one process writes at most (default 16, 0..2^20). At each bundle.
 unsigned bundle_max();
 
 // HCQ_DEBUG: what the framework prints to stderr at each realize (docs/knobs.md): 1 kernel count and time, 2 each
 // kernel (name, device, global/local, time, GB/s, GFLOP/s), 4 also the generated source, 5 also the graph before
 // and after scheduling. 0 (default) prints nothing. Read at each realize.
 int debug();
-// HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup).
+// HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup). 0 or 1.
 bool noopt();
 
 }  // namespace hcq::knobs

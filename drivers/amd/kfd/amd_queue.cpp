@@ -34,7 +34,8 @@ AmdQueue::AmdQueue(Device& dev, QueueKind kind, AmdRing& ring)
     : HWQueue(dev, kind), ring_(ring), starts_(VectorCache<uint32_t>::take(16)) {}
 
 AmdQueue::~AmdQueue() {
-  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout()));
+  // wait_timeout_or_default: a destructor must not throw, and a bad HCQ_WAIT_TIMEOUT_MS is reported by the waits.
+  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()));
   VectorCache<uint32_t>::give(starts_);
 }
 

@@ -328,7 +328,8 @@ NvQueue::NvQueue(Device& dev, QueueKind kind, NvRing& ring)
     : HWQueue(dev, kind), ring_(ring), enc_(ring.arch(), ring.encoder_plan(), words_, &sink_) {}
 
 NvQueue::~NvQueue() {
-  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout()));
+  // wait_timeout_or_default: a destructor must not throw, and a bad HCQ_WAIT_TIMEOUT_MS is reported by the waits.
+  if (!side_.empty()) release_side(last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()));
 }
 
 void NvQueue::record_patches() {
