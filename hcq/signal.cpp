@@ -77,7 +77,8 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
   uint64_t seen = load_acquire(p);
   if (seen >= target) return;
 
-  const auto limit = timeout.value_or(knobs::wait_timeout());
+  // Not value_or: it would read (and validate) the knob even when the caller gave a timeout.
+  const auto limit = timeout ? *timeout : knobs::wait_timeout();
   auto moved_at = Clock::now();
 
   // Phase 1: spin. Reading the clock costs more than a pause, so look at it only every 64 polls.
