@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -35,7 +36,7 @@ struct ChildResult {
 
 // Runs hcq-exit-child (built next to this binary, in conformance/) in `mode` on `devices`, its stdout and stderr
 // captured. Waits time out after 200 ms there: the registry's synchronize at exit times out on the blocked queues.
-ChildResult run_child_process(const std::vector<std::string>& devices, const std::string& mode) {
+ChildResult run_child_process(std::span<const std::string_view> devices, std::string_view mode) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
   const std::string child = (self.parent_path() / "conformance" / "hcq-exit-child").string();
   ChildResult r;
@@ -52,7 +53,7 @@ ChildResult run_child_process(const std::vector<std::string>& devices, const std
   std::vector<char*> envp;
   for (std::string& s : env_text) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> arg_text{child, mode};
+  std::vector<std::string> arg_text{child, std::string(mode)};
   arg_text.insert(arg_text.end(), devices.begin(), devices.end());
   std::vector<char*> argv;
   for (std::string& s : arg_text) argv.push_back(s.data());
@@ -78,7 +79,7 @@ ChildResult run_child_process(const std::vector<std::string>& devices, const std
   return r;
 }
 
-void expect_clean_exit(const std::vector<std::string>& devices, const std::string& mode) {
+void expect_clean_exit(std::span<const std::string_view> devices, std::string_view mode) {
   const ChildResult r = run_child_process(devices, mode);
   EXPECT_FALSE(WIFSIGNALED(r.status)) << "the child died of signal " << WTERMSIG(r.status) << "; its output:\n"
                                       << r.output;
@@ -90,8 +91,8 @@ void expect_clean_exit(const std::vector<std::string>& devices, const std::strin
       << r.output;
 }
 
-const std::vector<std::string> kCpuAndSimAmd{"CPU:0", "SIM-AMD:gfx1100"};
-const std::vector<std::string> kCpuSimAmdAndSimNv{"CPU:0", "SIM-AMD:gfx1100", "SIM-NV:hopper"};
+constexpr std::string_view kCpuAndSimAmd[] = {"CPU:0", "SIM-AMD:gfx1100"};
+constexpr std::string_view kCpuSimAmdAndSimNv[] = {"CPU:0", "SIM-AMD:gfx1100", "SIM-NV:hopper"};
 
 TEST(ExitWithWorkInFlight, ReturnFromMainOnCpuAndSimAmd) { expect_clean_exit(kCpuAndSimAmd, "return"); }
 TEST(ExitWithWorkInFlight, ExitMidSubmissionOnCpuAndSimAmd) { expect_clean_exit(kCpuAndSimAmd, "exit"); }
