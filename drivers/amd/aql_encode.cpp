@@ -1,6 +1,7 @@
 // AQL encoders: 64-byte packets appended as 16 words. On a real queue the header half-word must be stored last (it
 // publishes the packet); the caller copies words 1..15 first, then word 0.
 #include "amd/encode.hpp"
+#include "hcq/backend/heap_cache.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::amd {
@@ -65,14 +66,17 @@ void AqlEncoder::pm4_ib(Sym addr, uint32_t size_dwords) {
   // Once per dispatch on every AQL submit: the field is looked up once, the PM4 words built in a reused vector.
   static const uint32_t vendor_format = F(kVendorPm4Ib, "vendor_format").place(kVendorFormatPm4Ib);
   w_.u32(header(VENDOR_SPECIFIC, true, SCOPE_SYSTEM, SCOPE_SYSTEM) | vendor_format);
-  // The IB packet itself, then how many dwords of the 64-byte slot follow it (ROCr and tinygrad write 10).
-  thread_local std::vector<uint32_t> ib;
-  ib.clear();
+  // The IB packet itself, then how many dwords of the 64-byte slot follow it (ROCr and tinygrad write 10). Its words
+  // are built in a vector from this thread's cache, not in a thread_local vector: that one is destroyed when the
+  // thread exits, and the main thread's goes before the device registry's exit-time teardown, which may still
+  // encode. The cache hands out a fresh vector once it is gone.
+  std::vector<uint32_t> ib = VectorCache<uint32_t>::take(pm4::kIndirectBuffer.words);
   Pm4Encoder(t_, ib).indirect_buffer(0u, size_dwords);
   w_.u32(ib[0]);
   w_.sym64(addr);
   w_.u32(ib[3]);
   w_.u32(10);
+  VectorCache<uint32_t>::give(ib);
   for (int i = 0; i < 8; ++i) w_.u32(0);
   w_.u64(0);  // completion signal
 }

@@ -2,8 +2,9 @@
 // + SDMA 4.4.2, gfx950: GC 9.5.0 + SDMA 4.4.5, gfx11: GC 11.0.x + SDMA 6.0.x, gfx12: GC 12.0.x + SDMA 7.0.x).
 #include "amd/target.hpp"
 
+#include <array>
 #include <stdexcept>
-#include <vector>
+#include <type_traits>
 
 #include "hcq/error.hpp"
 
@@ -74,8 +75,15 @@ Target make(std::string_view name, uint8_t gc_major, uint8_t gc_minor, uint8_t g
   return t;
 }
 
-const std::vector<Target>& table() {
-  static const std::vector<Target> targets = {
+// Devices hold their Target for life and decode their rings through it until the process's very end: the device
+// registry's exit-time destructor synchronizes every device, and a wait that times out describes the rings. The
+// registry is made before this table (at the first device open), so it is destroyed after it; a table with a
+// destructor (a std::vector, say) would be freed under the registry's feet. A trivially destructible one is never
+// destroyed: it stays readable for as long as the process runs, whatever order the statics were made in.
+static_assert(std::is_trivially_destructible_v<Target>, "the target table must never be destroyed (see table())");
+
+std::span<const Target> table() {
+  static const std::array targets = {
       make("gfx942", 9, 4, 3, 4, 4),   make("gfx950", 9, 5, 0, 4, 4),   make("gfx1100", 11, 0, 0, 6, 0),
       make("gfx1101", 11, 0, 1, 6, 0), make("gfx1102", 11, 0, 2, 6, 0), make("gfx1200", 12, 0, 0, 7, 0),
       make("gfx1201", 12, 0, 1, 7, 0),

@@ -42,10 +42,14 @@ NvDriver::NvDriver(std::shared_ptr<Os> os) : os_(std::move(os)), rm_(*os_), uvm_
 std::shared_ptr<NvDriver> NvDriver::get(std::shared_ptr<Os> os) {
   // One context per Os (per process for the real driver): UVM allows one VA space per context and every GPU maps
   // the same process VA. Held weakly, so the last GPU closed closes it.
+  // The map is never destroyed (allocated once, reachable at exit: not a leak to LeakSanitizer). It is made at the
+  // first NV open, after the device registry, so a static map would be gone before the registry's exit-time teardown
+  // closes the devices, and an open or close on that path (or on a thread still running at exit) would find it
+  // freed. The mutex is trivially destructible.
   static std::mutex mu;
-  static std::map<Os*, std::weak_ptr<NvDriver>> open;
+  static auto* const open = new std::map<Os*, std::weak_ptr<NvDriver>>;
   std::lock_guard lock(mu);
-  auto& slot = open[os.get()];
+  auto& slot = (*open)[os.get()];
   if (auto d = slot.lock()) return d;
   auto d = std::make_shared<NvDriver>(std::move(os));
   slot = d;
