@@ -45,7 +45,7 @@ uint64_t kernels_compiled() { return g_compiled.load(); }
 
 std::vector<std::shared_ptr<const CompiledKernel>> compile_kernels(const std::vector<KernelRequest>& requests) {
   std::vector<std::shared_ptr<const CompiledKernel>> out(requests.size());
-  std::vector<size_t> todo;                       // first request of each missing (device, source)
+  std::vector<size_t> misses;                     // the first request of each (device, source) not in the cache
   std::unordered_map<std::string, size_t> first;  // key -> index in requests
   {
     std::lock_guard lock(g_mu);
@@ -54,20 +54,20 @@ std::vector<std::shared_ptr<const CompiledKernel>> compile_kernels(const std::ve
       if (auto it = cache().find(key); it != cache().end()) {
         out[k] = it->second;
       } else if (first.emplace(key, k).second) {
-        todo.push_back(k);
+        misses.push_back(k);
       }
     }
   }
-  if (todo.empty()) return out;
+  if (misses.empty()) return out;
 
   // Compile the misses in parallel: the CPU compiler runs clang as a child process per call and keeps no state
   // between calls, so concurrent compile_cached calls are safe; loading stays on this thread.
-  std::vector<std::vector<uint8_t>> binaries(todo.size());
-  std::vector<std::exception_ptr> errors(todo.size());
+  std::vector<std::vector<uint8_t>> binaries(misses.size());
+  std::vector<std::exception_ptr> errors(misses.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < todo.size();) {
-      const KernelRequest& r = requests[todo[j]];
+    for (size_t j; (j = next.fetch_add(1)) < misses.size();) {
+      const KernelRequest& r = requests[misses[j]];
       try {
         binaries[j] = open_device(r.device).compiler().compile_cached(r.rendered.source);
       } catch (...) {
@@ -75,14 +75,14 @@ std::vector<std::shared_ptr<const CompiledKernel>> compile_kernels(const std::ve
       }
     }
   };
-  const size_t threads = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t threads = std::min<size_t>(misses.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
 
-  for (size_t j = 0; j < todo.size(); ++j) {
-    const KernelRequest& r = requests[todo[j]];
+  for (size_t j = 0; j < misses.size(); ++j) {
+    const KernelRequest& r = requests[misses[j]];
     if (errors[j]) {
       try {
         std::rethrow_exception(errors[j]);
@@ -99,7 +99,7 @@ std::vector<std::shared_ptr<const CompiledKernel>> compile_kernels(const std::ve
     std::lock_guard lock(g_mu);
     const std::string key = r.device + '\0' + r.rendered.source;
     auto [it, inserted] = cache().emplace(key, std::move(k));
-    out[todo[j]] = it->second;
+    out[misses[j]] = it->second;
   }
   for (size_t k = 0; k < requests.size(); ++k)
     if (!out[k]) {
