@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "sim/common/cache_ops.hpp"
+
 namespace hcq::amd {
 struct Target;
 }
@@ -61,6 +63,9 @@ class QueueHost {
   // records the reason and fires the process's memory-exception (if `address` is set) or HW-exception events.
   // The runner must stop fetching packets from this queue after calling it.
   virtual void fault(uint64_t address, bool is_memory_fault, const std::string& reason) = 0;
+  // A command asked for cache maintenance (CacheOps bits, sim/common/cache_ops.hpp), in order with the queue's
+  // other work: everything before it has completed. The default (test hosts) has no caches.
+  virtual void caches(uint8_t ops) { (void)ops; }
 };
 
 // Executes one queue. The driver calls doorbell() from the thread that wrote the doorbell (through

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nv/facts/arch.hpp"
+#include "sim/common/cache_ops.hpp"
 
 namespace hcq::sim {
 
@@ -108,6 +109,9 @@ class ChannelHost {
   // writes every member's error notifier. Then true, with that channel's fault in `why`; the runner stops at its
   // next step without a fault report of its own. Called once per step: cheap while nothing has faulted.
   virtual bool stopped_by_group(ChannelFault& why) = 0;
+  // A method asked for cache maintenance (CacheOps bits, sim/common/cache_ops.hpp), in order with the channel's
+  // other work: everything before it has completed. The default (test hosts) has no caches.
+  virtual void caches(uint8_t ops) { (void)ops; }
 };
 
 // Executes one channel. The driver calls doorbell() from the thread that stored the channel's work submit token to
