@@ -10,7 +10,6 @@
 #include "../common/twin_memory.hpp"
 #include "amd/codeobj/code_object.hpp"
 #include "cpu/cpu_compiler.hpp"
-#include "cpu/cpu_thread_pool.hpp"
 #include "hcq/backend/os.hpp"
 #include "hcq/error.hpp"
 #include "kernels.hpp"
@@ -39,12 +38,14 @@ class Twins : public ::testing::Test {
     cpu::CpuCompiler cc(real_os());
     ASSERT_EQ(reg_.add_from_source(*co_, cc), 1u);
     reg_.map_image(kBase, *co_);
+    mem_.place(kBase, co_->relocations().empty() ? co_->image() : co_->image_at(kBase));
     in_.resize(1000);
     out_.assign(1000, -1.0f);
     for (size_t i = 0; i < in_.size(); ++i) in_[i] = static_cast<float>(i);
     args_ = {reinterpret_cast<uint64_t>(out_.data()), reinterpret_cast<uint64_t>(in_.data()), 1000, 3, 7};
     mem_.ranges = {{&args_, sizeof args_}, {in_.data(), in_.size() * 4}, {out_.data(), out_.size() * 4}};
   }
+  std::vector<uint8_t>& uploaded() { return mem_.images.front().second; }
   TwinDispatch dispatch(KernelRef by) const {
     const amd::CodeObjectKernel& k = co_->kernel("axpb");
     TwinDispatch d;
@@ -68,13 +69,12 @@ class Twins : public ::testing::Test {
 };
 
 TEST_F(Twins, RunsOverTheGridByCodeAddress) {
-  reg_.run(dispatch(KernelRef::code_address), mem_.translate());
+  reg_.run(dispatch(KernelRef::code_address), mem_.twin());
   expect_result();
 }
 
-TEST_F(Twins, RunsByKernelObjectOnAThreadPool) {
-  cpu::CpuThreadPool pool(1);
-  reg_.run(dispatch(KernelRef::kernel_object), mem_.translate(), &pool);
+TEST_F(Twins, RunsByKernelObject) {
+  reg_.run(dispatch(KernelRef::kernel_object), mem_.twin());
   expect_result();
 }
 
@@ -93,9 +93,10 @@ TEST_F(Twins, MissingTwinIsAClearFault) {
   EXPECT_EQ(reg_.add_from_source(lds, cc), 0u);  // IR: no source to build a twin from
   const uint64_t base = kBase + 0x100000;
   reg_.map_image(base, lds);
+  mem_.place(base, lds.relocations().empty() ? lds.image() : lds.image_at(base));
   TwinDispatch d = dispatch(KernelRef::code_address);
   d.address = base + lds.kernel("lds_reverse").code_offset;
-  const std::string m = fault_of([&] { reg_.run(d, mem_.translate()); });
+  const std::string m = fault_of([&] { reg_.run(d, mem_.twin()); });
   EXPECT_NE(m.find("no host twin"), std::string::npos) << m;
   EXPECT_NE(m.find("lds_reverse"), std::string::npos) << m;
   EXPECT_NE(m.find(lds.identity()), std::string::npos) << m;
@@ -104,23 +105,63 @@ TEST_F(Twins, MissingTwinIsAClearFault) {
 TEST_F(Twins, AddressesThatAreNotKernels) {
   TwinDispatch d = dispatch(KernelRef::code_address);
   d.address = 0x1000;
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("no code object is loaded"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("no code object is loaded"), std::string::npos);
   d.address = kBase + co_->kernel("axpb").code_offset + 4;
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("not a kernel entry"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("not a kernel entry"), std::string::npos);
   reg_.unmap_image(kBase);
   d = dispatch(KernelRef::code_address);
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("no code object is loaded"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("no code object is loaded"), std::string::npos);
 }
 
-TEST_F(Twins, UnmappedKernargsOrBuffersFault) {
+TEST_F(Twins, UnmappedKernargsFaultAtTheirAddress) {
   TwinDispatch d = dispatch(KernelRef::code_address);
   mem_.ranges.erase(mem_.ranges.begin());  // the kernargs
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("kernarg segment"), std::string::npos);
+  try {
+    reg_.run(d, mem_.twin());
+    ADD_FAILURE() << "ran without its kernargs";
+  } catch (const FetchFault& f) {
+    EXPECT_EQ(f.address(), d.kernarg_va);
+    EXPECT_FALSE(f.no_execute());
+    EXPECT_NE(std::string(f.what()).find("kernarg segment"), std::string::npos) << f.what();
+  }
+}
+
+// A buffer the GPU does not map is handed to the twin as a stand-in: the kernel runs, and its first access there is
+// the fault, with its address and kind (here axpb's first load of in[0]).
+TEST_F(Twins, AnUnmappedBufferFaultsAtTheKernelsFirstAccess) {
+  TwinDispatch d = dispatch(KernelRef::code_address);
   mem_.ranges = {{&args_, sizeof args_}, {out_.data(), out_.size() * 4}};  // `in` unmapped
-  const std::string m = fault_of([&] { reg_.run(d, mem_.translate()); });
-  EXPECT_NE(m.find("buffer argument 1"), std::string::npos) << m;
+  const std::optional<GuestFault> f = reg_.run(d, mem_.twin());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->va, reinterpret_cast<uint64_t>(in_.data()));
+  EXPECT_EQ(f->access, GuestAccess::read);
+  EXPECT_EQ(out_[0], -1.0f);  // the kernel stopped at the fault: nothing was written before it
+}
+
+// The code is fetched from GPU memory: an upload that differs from the loaded code object in one byte faults, and
+// the message names where.
+TEST_F(Twins, ACorruptUploadFaults) {
+  const size_t at = co_->kernel("axpb").code_offset + 4;
+  uploaded()[at] ^= 0x5a;
+  const std::string m = fault_of([&] { reg_.run(dispatch(KernelRef::code_address), mem_.twin()); });
+  EXPECT_NE(m.find(cat("the code in GPU memory differs from the code object loaded at ", hex(kBase), " (first at byte ",
+                       at, ":")),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(out_[0], -1.0f);
+  mem_.images.clear();  // not uploaded at all
+  try {
+    reg_.run(dispatch(KernelRef::code_address), mem_.twin());
+    ADD_FAILURE() << "ran without its code";
+  } catch (const FetchFault& f) {
+    EXPECT_EQ(f.address(), kBase);
+  }
+}
+
+TEST_F(Twins, AnEmptyGridFaults) {
+  TwinDispatch d = dispatch(KernelRef::code_address);
   d.groups = {0, 1, 1};
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("empty grid"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("empty grid"), std::string::npos);
 }
 
 TEST_F(Twins, OverlappingImagesAreRefused) {

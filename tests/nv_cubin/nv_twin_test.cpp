@@ -9,7 +9,6 @@
 #include "../common/message_of.hpp"
 #include "../common/twin_memory.hpp"
 #include "cpu/cpu_compiler.hpp"
-#include "cpu/cpu_thread_pool.hpp"
 #include "hcq/backend/os.hpp"
 #include "hcq/error.hpp"
 #include "nv/cubin/cubin.hpp"
@@ -31,7 +30,8 @@ class NvTwins : public ::testing::TestWithParam<std::string> {
     cubin_.emplace(nv::Cubin::parse(nv::test::cubin_for(GetParam(), nv::test::kAxpbSource)));
     cpu::CpuCompiler cc(real_os());
     ASSERT_EQ(add_from_source(reg_, *cubin_, cc), 1u);
-    reg_.map_image(kBase, image_of(*cubin_));
+    reg_.map_image(kBase, image_of(*cubin_, kBase));
+    mem_.place(kBase, image_of(*cubin_, kBase).bytes);
     in_.resize(1000);
     out_.assign(1000, -1.0f);
     for (size_t i = 0; i < in_.size(); ++i) in_[i] = static_cast<float>(i);
@@ -63,8 +63,7 @@ class NvTwins : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(NvTwins, RunsOverTheGridReadingCbank0) {
-  cpu::CpuThreadPool pool(1);
-  reg_.run(dispatch(), mem_.translate(), &pool);
+  reg_.run(dispatch(), mem_.twin());
   for (size_t i = 0; i < out_.size(); ++i) ASSERT_EQ(out_[i], in_[i] * 3.0f + 7.0f) << i;
 }
 
@@ -81,13 +80,13 @@ TEST_P(NvTwins, ResolveNamesTheKernelAndItsParameterWindow) {
 TEST_P(NvTwins, FaultsSayWhatHappened) {
   TwinDispatch d = dispatch();
   d.address += 16;
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("not a kernel entry"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("not a kernel entry"), std::string::npos);
   d = dispatch();
   d.by = KernelRef::kernel_object;  // cubins have no kernel descriptors
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("not a kernel descriptor"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("not a kernel descriptor"), std::string::npos);
   d = dispatch();
   mem_.ranges.erase(mem_.ranges.begin());  // cbank0 unmapped
-  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.translate()); }).find("kernarg segment"), std::string::npos);
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("kernarg segment"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, NvTwins, ::testing::Values("sm_80", "sm_90", "sm_100"));
@@ -99,10 +98,11 @@ TEST(NvTwinsSource, ACubinWithoutSourceHasNoTwinsAndSaysSoAtDispatch) {
   TwinRegistry reg;
   cpu::CpuCompiler cc(real_os());
   EXPECT_THROW(add_from_source(reg, c, cc), CompileError);
-  reg.map_image(0x100000, image_of(c));
+  reg.map_image(0x100000, image_of(c, 0x100000));
   TwinDispatch d;
   d.address = 0x100000 + c.kernel("bounded").code_offset;
-  const std::string m = fault_of([&] { reg.run(d, [](uint64_t, uint64_t) -> std::byte* { return nullptr; }); });
+  const std::string m =
+      fault_of([&] { reg.run(d, TwinMemory{[](uint64_t, uint64_t) -> std::byte* { return nullptr; }}); });
   EXPECT_NE(m.find("no host twin"), std::string::npos) << m;
   EXPECT_NE(m.find("bounded"), std::string::npos) << m;
 }

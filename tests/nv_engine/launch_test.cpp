@@ -49,8 +49,9 @@ class NvEngineLaunch : public ::testing::TestWithParam<NvArch> {
     arch_ = &nv::arch_info(GetParam());
     TwinRegistry& reg = registry();
     reg.unmap_image(kProgVa);
+    // The "code" the host maps at kProgVa: a zero-filled page, as the image says (the registry checks it).
     reg.map_image(kProgVa, ImageDesc{"nv-engine-test-image",
-                                     4096,
+                                     std::vector<uint8_t>(4096, 0),
                                      {ImageKernel{"add_one", 0, std::nullopt, arch_->cbank0_param_offset, 64}}});
     options_.launch = [this, twin = twin_launcher(reg)](const Launch& l, ChannelHost& h) {
       launches_.push_back(l);

@@ -61,11 +61,14 @@ using DispatchFn = std::function<std::string(const DispatchInfo&, QueueHost& hos
 // at `address` (KFD's memory-exception event), not a hang.
 class MemoryFault : public std::runtime_error {
  public:
-  MemoryFault(uint64_t address, const std::string& what) : std::runtime_error(what), address_(address) {}
+  MemoryFault(uint64_t address, const std::string& what, MemoryFailure failure = MemoryFailure::not_present)
+      : std::runtime_error(what), address_(address), failure_(failure) {}
   uint64_t address() const { return address_; }
+  MemoryFailure failure() const { return failure_; }
 
  private:
   uint64_t address_;
+  MemoryFailure failure_;
 };
 
 // Threaded or deterministic, the runners' states and their scheduling: drivers/sim/common/runner_core.hpp.

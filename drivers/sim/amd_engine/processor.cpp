@@ -43,16 +43,20 @@ Step QueueContext::fault(const Where& at, std::span<const uint32_t> packet, uint
   fault_.address = address;
   fault_.memory = memory;
   fault_.reason = std::move(reason);
-  host_.fault(address, memory, fault_.message());
+  if (memory && dispatch_failure_ && dispatch_failure_->first == address)
+    host_.memory_fault(address, dispatch_failure_->second, fault_.message());
+  else host_.fault(address, memory, fault_.message());
   return Step::faulted;
 }
 
 QueueContext::DispatchError QueueContext::run_dispatch(const DispatchInfo& d) {
+  dispatch_failure_.reset();
   if (!options_.dispatch) return {"no kernel runner attached"};
   try {
     return {options_.dispatch(d, host_)};
   } catch (const MemoryFault& e) {
-    return {e.what(), e.address(), true};
+    dispatch_failure_.emplace(e.address(), e.failure());
+    return {e.what(), e.address(), true, e.failure()};
   } catch (const std::exception& e) {
     return {e.what()};
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "amd/fields.hpp"
@@ -46,6 +47,7 @@ class QueueContext : public GuestMemory<QueueHost> {
     std::string reason;
     uint64_t address = 0;
     bool memory = false;
+    MemoryFailure failure = MemoryFailure::not_present;
     bool failed() const { return !reason.empty(); }
   };
   DispatchError run_dispatch(const DispatchInfo& d);
@@ -80,6 +82,8 @@ class QueueContext : public GuestMemory<QueueHost> {
   const SimQueueDesc& desc_;
   const EngineOptions& options_;
   FaultRecord fault_;
+  // The last dispatch's page fault, which the engine reports next through fault(): what the MMU found there.
+  std::optional<std::pair<uint64_t, MemoryFailure>> dispatch_failure_;
 };
 
 // The value of field f in a packet (64-bit fields span two dwords). The caller has checked the packet's length.

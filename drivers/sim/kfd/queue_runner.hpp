@@ -21,6 +21,11 @@ struct Target;
 
 namespace hcq::sim {
 
+class GpuView;
+
+// Why the GPU's MMU refused an access (kfd_memory_exception_failure: NotPresent, ReadOnly, NoExecute).
+enum class MemoryFailure : uint8_t { not_present, read_only, no_execute };
+
 // What CREATE_QUEUE asked for, after validation. All addresses are GPU VAs (the same as host VAs in this process).
 enum class SimQueueType : uint8_t {
   compute_pm4,  // KFD_IOC_QUEUE_TYPE_COMPUTE: PM4 ring; write pointer in dwords
@@ -63,9 +68,18 @@ class QueueHost {
   // records the reason and fires the process's memory-exception (if `address` is set) or HW-exception events.
   // The runner must stop fetching packets from this queue after calling it.
   virtual void fault(uint64_t address, bool is_memory_fault, const std::string& reason) = 0;
+  // A page fault (is_memory_fault) with what the GPU's MMU found (KFD's memory-exception failure bits). The default
+  // (test hosts) reports it as not present.
+  virtual void memory_fault(uint64_t address, MemoryFailure failure, const std::string& reason) {
+    (void)failure;
+    fault(address, true, reason);
+  }
   // A command asked for cache maintenance (CacheOps bits, sim/common/cache_ops.hpp), in order with the queue's
   // other work: everything before it has completed. The default (test hosts) has no caches.
   virtual void caches(uint8_t ops) { (void)ops; }
+  // The GPU's mirror of its page tables (sim/common/gpu_view.hpp), where kernels run; null: none (test hosts), then
+  // kernels reach memory through translate().
+  virtual const GpuView* view() { return nullptr; }
 };
 
 // Executes one queue. The driver calls doorbell() from the thread that wrote the doorbell (through

@@ -8,6 +8,7 @@
 #include "amd/kfd/amd_device.hpp"
 #include "cpu/cpu_compiler.hpp"
 #include "hcq/error.hpp"
+#include "sim/common/gpu_view.hpp"
 #include "sim/kfd/sim_kfd.hpp"
 #include "sim/sim_os.hpp"
 #include "sim/twins/twin_registry.hpp"
@@ -63,17 +64,25 @@ struct ShaderArray {
     }
     t.groups = d.groups;
     t.local = d.local;
-    // The first address the kernel could not translate: a dispatch that fails there took a GPU page fault.
-    std::optional<uint64_t> unmapped;
+    const TwinMemory mem{[&host](uint64_t va, uint64_t size) { return host.translate(va, size); }, host.view()};
+    std::optional<GuestFault> f;
     try {
-      twins.run(t, [&host, &unmapped](uint64_t va, uint64_t size) {
-        std::byte* p = host.translate(va, size);
-        if (p == nullptr && !unmapped) unmapped = va;
-        return p;
-      });
+      f = twins.run(t, mem);
+    } catch (const FetchFault& e) {
+      // A fetch the MMU refused (code, kernargs): the queue's page fault, as for a kernel's own access.
+      throw amd_engine::MemoryFault(e.address(), e.what(),
+                                    e.no_execute() ? MemoryFailure::no_execute : MemoryFailure::not_present);
     } catch (const Error& e) {
-      if (unmapped) throw amd_engine::MemoryFault(*unmapped, e.what());
       return e.what();
+    }
+    if (f) {
+      // Mapped but refused: a write (or atomic) to a page the GPU maps read-only.
+      const std::optional<GpuView::Range> at = mem.view ? mem.view->find(f->va) : std::nullopt;
+      const bool read_only = at && !at->writable && f->access != GuestAccess::read;
+      throw amd_engine::MemoryFault(f->va,
+                                    cat("kernel ", to_string(f->access), " of GPU VA ", hex(f->va), ", which the GPU ",
+                                        read_only ? "maps read-only" : "does not map"),
+                                    read_only ? MemoryFailure::read_only : MemoryFailure::not_present);
     }
     return {};
   }

@@ -57,6 +57,7 @@ SimKfd::SimKfd(const std::vector<std::string>& targets, QueueRunnerFactory runne
     if (!db || !mmio) throw OutOfMemory(cat("simulated KFD: no memory for ", targets[i], "'s doorbells"));
     g->doorbells = *db;
     g->mmio = *mmio;
+    g->view = GpuView::of_unified_va();
     gpus_.push_back(std::move(g));
   }
 }

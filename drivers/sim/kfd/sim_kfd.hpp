@@ -82,8 +82,12 @@ class SimKfd final : public SimDriver {
   };
   std::optional<QueueState> queue_state(uint32_t queue_id) const;
   std::vector<uint32_t> queue_ids() const;
-  // Simulates a GPU page fault on a queue (what an engine reports through QueueHost::fault).
-  void inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason);
+  // Simulates a GPU page fault on a queue (what an engine reports through QueueHost::fault; a memory fault's
+  // failure as QueueHost::memory_fault reports it).
+  void inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason,
+                    MemoryFailure failure = MemoryFailure::not_present);
+  // GPU `gpu_id`'s mirror of its page tables (gpu_view.hpp), or null for an unknown id.
+  const GpuView* view(uint32_t gpu_id) const;
   // Simulates an end-of-pipe interrupt (what an engine reports through QueueHost::interrupt), as the kernel's
   // kfd_signal_event_interrupt handles it: the signal event the context id names, if its event page slot was
   // written; otherwise every signal event whose slot was written (a bad or stale id costs a scan, not an error).
@@ -135,7 +139,8 @@ class SimKfd final : public SimDriver {
   void signal_event_locked(Event& e, bool by_interrupt = false);
   // The event goes (DESTROY_EVENT, process teardown): its waiters end their wait with EIO.
   void forget_waiters_locked(Event& e);
-  void fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va);
+  void fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va,
+                             MemoryFailure failure = MemoryFailure::not_present);
 
   void teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying);
 

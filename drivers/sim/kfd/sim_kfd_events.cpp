@@ -220,14 +220,16 @@ std::optional<SimKfd::EventCounters> SimKfd::event_counters(uint32_t event_id) c
   return it->second.counters;
 }
 
-void SimKfd::fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va) {
+void SimKfd::fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va, MemoryFailure failure) {
   for (auto& [id, e] : events_) {
     if (e.type != type) continue;
     e.data = kfd_event_data{};
     if (type == KFD_IOC_EVENT_MEMORY) {
       e.data.memory_exception_data.gpu_id = gpu_id;
       e.data.memory_exception_data.va = va;
-      e.data.memory_exception_data.failure.NotPresent = 1;
+      e.data.memory_exception_data.failure.NotPresent = failure == MemoryFailure::not_present;
+      e.data.memory_exception_data.failure.ReadOnly = failure == MemoryFailure::read_only;
+      e.data.memory_exception_data.failure.NoExecute = failure == MemoryFailure::no_execute;
     } else {
       e.data.hw_exception_data.gpu_id = gpu_id;
       e.data.hw_exception_data.reset_type = KFD_HW_EXCEPTION_PER_ENGINE_RESET;
@@ -237,7 +239,8 @@ void SimKfd::fire_exception_events(uint32_t type, uint32_t gpu_id, uint64_t va) 
   }
 }
 
-void SimKfd::inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason) {
+void SimKfd::inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason,
+                          MemoryFailure failure) {
   std::lock_guard lock(mu_);
   auto it = queues_.find(queue_id);
   if (it == queues_.end()) return;
@@ -246,7 +249,8 @@ void SimKfd::inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault
     q.faulted = true;
     q.fault_reason = reason;
   }
-  fire_exception_events(memory_fault ? KFD_IOC_EVENT_MEMORY : KFD_IOC_EVENT_HW_EXCEPTION, q.desc.gpu_id, address);
+  fire_exception_events(memory_fault ? KFD_IOC_EVENT_MEMORY : KFD_IOC_EVENT_HW_EXCEPTION, q.desc.gpu_id, address,
+                        failure);
 }
 
 }  // namespace hcq::sim

@@ -149,15 +149,25 @@ int SimKfd::map_memory(void* a, bool map) {
         }
         g->vm.emplace(bo->va, bo.get());
         bo->mapped_on.insert(g->gpu_id);
+        // Memory with an fd shows in the GPU's mirror with the buffer's permissions (userptr pages cannot).
+        g->view->map(GpuView::Range{bo->va, bo->size, bo->fd, 0, (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) != 0,
+                                    (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) != 0});
       }
     } else {
       if (!mapped) return -EINVAL;  // "BO VA ... is not mapped to vm"
       g->vm.erase(bo->va);
       bo->mapped_on.erase(g->gpu_id);
+      g->view->unmap(bo->va, bo->size);
     }
     args->n_success = i + 1;
   }
   return 0;
+}
+
+const GpuView* SimKfd::view(uint32_t gpu_id) const {
+  for (const auto& g : gpus_)
+    if (g->gpu_id == gpu_id) return g->view.get();
+  return nullptr;
 }
 
 std::byte* SimKfd::translate(uint32_t gpu_id, uint64_t va, uint64_t size) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/gpu_view.hpp"
 #include "sim/common/memfd_backing.hpp"
 #include "sim/kfd/sim_kfd.hpp"
 
@@ -80,7 +81,8 @@ struct SimKfd::Gpu {
   uint64_t vram_used = 0;
   bool acquired = false;
   int drm_file = -1;
-  std::map<uint64_t, Bo*> vm;  // GPU VA -> buffer mapped on this GPU (vm_mu_)
+  std::map<uint64_t, Bo*> vm;     // GPU VA -> buffer mapped on this GPU (vm_mu_)
+  std::unique_ptr<GpuView> view;  // vm as the GPU's kernels see it (gpu_view.hpp)
   uint32_t next_idr = 0;
 };
 
@@ -114,6 +116,10 @@ class SimKfd::Host final : public QueueHost {
   void fault(uint64_t address, bool is_memory_fault, const std::string& reason) override {
     kfd_.inject_fault(queue_id_, address, is_memory_fault, reason);
   }
+  void memory_fault(uint64_t address, MemoryFailure failure, const std::string& reason) override {
+    kfd_.inject_fault(queue_id_, address, true, reason, failure);
+  }
+  const GpuView* view() override { return kfd_.view(gpu_id_); }
 
  private:
   SimKfd& kfd_;

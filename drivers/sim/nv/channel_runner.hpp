@@ -21,6 +21,8 @@
 
 namespace hcq::sim {
 
+class GpuView;
+
 // The engine a channel was allocated for (NV_CHANNEL_ALLOC_PARAMS.engineType: GR0 -> compute, COPYn -> copy).
 enum class NvEngineKind : uint8_t { compute, copy };
 
@@ -112,6 +114,9 @@ class ChannelHost {
   // A method asked for cache maintenance (CacheOps bits, sim/common/cache_ops.hpp), in order with the channel's
   // other work: everything before it has completed. The default (test hosts) has no caches.
   virtual void caches(uint8_t ops) { (void)ops; }
+  // The GPU's mirror of its page tables (sim/common/gpu_view.hpp), where kernels run; null: none (test hosts), then
+  // kernels reach memory through translate().
+  virtual const GpuView* view() { return nullptr; }
 };
 
 // Executes one channel. The driver calls doorbell() from the thread that stored the channel's work submit token to

@@ -63,6 +63,7 @@ SimNv::SimNv(const std::vector<std::string>& gpus, ChannelRunnerFactory runner_f
     auto um = NvBacking::make("hcq-sim-nv-usermode", nv::gpfifo::kUsermodeSize);
     if (!um) throw OutOfMemory(cat("simulated NVIDIA driver: no memory for ", gpus[i], "'s usermode page"));
     g->usermode = *um;
+    g->view = GpuView::of_unified_va();
     s().gpus.push_back(std::move(g));
   }
 }
@@ -85,6 +86,7 @@ SimNv::~SimNv() {
   for (auto& g : s().gpus) {
     g->uvm_vm.clear();
     g->dma_vm.clear();
+    s().sync_view(*g);
     g->usermode.release();
   }
   s().cpu_maps.clear();

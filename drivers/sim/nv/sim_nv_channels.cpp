@@ -101,6 +101,7 @@ class NvChannelHost final : public ChannelHost {
     return ch_.engine_classes;
   }
   void nonstall_interrupt() override { s_.gpus.at(ch_.gpu)->nonstall.fetch_add(1); }
+  const GpuView* view() override { return s_.gpus.at(ch_.gpu)->view.get(); }
   void fault(const ChannelFault& f) override {
     std::lock_guard lock(s_.mu);
     s_.fault_channel_locked(ch_, f);
@@ -149,6 +150,16 @@ std::byte* SimNv::State::translate(size_t gpu, uint64_t va, uint64_t size) {
     return host_view(*m.memory, m.offset + (va - m.va), size, va);
   }
   return nullptr;
+}
+
+void SimNv::State::sync_view(NvGpu& g) {
+  // NVIDIA's GPU page tables have no execute permission: code is fetched from any mapped page.
+  std::vector<GpuView::Range> ranges;
+  for (const auto* space : {&g.dma_vm, &g.uvm_vm})  // UVM's last: it wins where both map a VA
+    for (const auto& [va, m] : *space)
+      if (m.memory->where != NvMemory::Where::os_descriptor)
+        ranges.push_back(GpuView::Range{m.va, m.size, m.memory->backing.fd, m.offset, true, true});
+  g.view->show(ranges);
 }
 
 // The process reaches VRAM and RM system memory through its own mmap of the memory object, the simulator through

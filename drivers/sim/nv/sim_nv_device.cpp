@@ -20,7 +20,7 @@ struct ShaderArray {
 
   void loaded(uint64_t base, const nv::Cubin& cubin) {
     add_from_source(twins, cubin, cpu_cc);  // 0 twins (no source): its launches fault with a clear reason
-    twins.map_image(base, image_of(cubin));
+    twins.map_image(base, image_of(cubin, base));
   }
   void unloaded(uint64_t base) { twins.unmap_image(base); }
 };

@@ -430,6 +430,7 @@ int SimNv::State::rm_map_memory_dma(void* arg, size_t size) {
   mp.client = p.client;
   mp.dma = p.dma;
   g.dma_vm[va] = std::move(mp);
+  sync_view(g);
   p.dma_offset = va;
   return finish(st::ok);
 }
@@ -454,6 +455,7 @@ int SimNv::State::rm_unmap_memory_dma(void* arg) {
     return 0;
   }
   g.dma_vm.erase(it);
+  sync_view(g);
   p->status = st::ok;
   return 0;
 }
@@ -470,6 +472,7 @@ void SimNv::State::forget_freed_locked(const std::vector<RmObject>& freed,
       NvGpu& g = *gpus.at(static_cast<const NvVirtualRange&>(*o.payload).gpu);
       std::unique_lock vm(vm_mu);
       std::erase_if(g.dma_vm, [&](const auto& kv) { return kv.second.dma == o.handle; });
+      sync_view(g);
     } else if ((o.kind == RmKind::compute || o.kind == RmKind::copy) && o.payload) {
       const auto& e = static_cast<const NvEngineObject&>(*o.payload);
       if (auto ch = e.channel.lock()) {

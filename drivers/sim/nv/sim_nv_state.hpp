@@ -20,6 +20,7 @@
 
 #include "nv/rm/abi/branch.hpp"
 #include "nv/rm/abi/uvm.hpp"
+#include "sim/common/gpu_view.hpp"
 #include "sim/common/memfd_backing.hpp"
 #include "sim/nv/sim_nv.hpp"
 
@@ -129,6 +130,7 @@ struct NvGpu {
   // va -> mapping (State::vm_mu). The backend maps a buffer both ways at one VA (RM's view through
   // RM_MAP_MEMORY_DMA, the GPU's through UVM), so the two are kept apart; translate() looks at UVM's first.
   std::map<uint64_t, NvGpuMapping> uvm_vm, dma_vm;
+  std::unique_ptr<GpuView> view;  // uvm_vm and dma_vm as the GPU's kernels see them (State::sync_view)
   std::atomic<uint64_t> nonstall{0};
 };
 
@@ -201,6 +203,9 @@ struct SimNv::State {
   void uvm_file_closed(int id);
   // ---- sim_nv_channels.cpp
   std::byte* translate(size_t gpu, uint64_t va, uint64_t size);
+  // Makes g's mirror show its mappings again after they changed (UVM's first where both map a VA, as translate()
+  // looks); with vm_mu held.
+  void sync_view(NvGpu& g);
   // Where bytes [offset, offset + size) of `m` are for the simulated GPU: the process's own mapping of them (the
   // one at `want`, when it maps them there), else the simulator's. With vm_mu held.
   std::byte* host_view(const NvMemory& m, uint64_t offset, uint64_t size, uintptr_t want) const;

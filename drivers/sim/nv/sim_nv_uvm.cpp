@@ -120,6 +120,7 @@ int SimNv::State::uvm_ioctl(int id, unsigned long request, void* arg) {
         return true;
       });
       for (NvGpuMapping& m : keep) g->uvm_vm[m.va] = std::move(m);
+      sync_view(*g);
     }
   };
 
@@ -257,6 +258,7 @@ int SimNv::State::uvm_ioctl(int id, unsigned long request, void* arg) {
         m.uvm_file = id;
         std::unique_lock vm(vm_mu);
         g->uvm_vm[p->base] = std::move(m);
+        sync_view(*g);
       }
       p->status = st::ok;
       return 0;
@@ -293,7 +295,10 @@ int SimNv::State::uvm_ioctl(int id, unsigned long request, void* arg) {
 
 void SimNv::State::uvm_file_closed(int id) {
   std::unique_lock vm(vm_mu);
-  for (auto& g : gpus) std::erase_if(g->uvm_vm, [&](const auto& kv) { return kv.second.uvm_file == id; });
+  for (auto& g : gpus) {
+    std::erase_if(g->uvm_vm, [&](const auto& kv) { return kv.second.uvm_file == id; });
+    sync_view(*g);
+  }
 }
 
 }  // namespace hcq::sim

@@ -1,9 +1,20 @@
 #include "sim/nv_engine/twin_launch.hpp"
 
-#include "sim/nv_engine/access_trap.hpp"
 #include "twins/twin_registry.hpp"
 
 namespace hcq::sim::nv_engine {
+namespace {
+
+MmuAccess mmu_access(GuestAccess a) {
+  switch (a) {
+    case GuestAccess::read: return MmuAccess::read;
+    case GuestAccess::write: return MmuAccess::write;
+    case GuestAccess::atomic: return MmuAccess::atomic;
+  }
+  return MmuAccess::read;
+}
+
+}  // namespace
 
 LaunchFn twin_launcher(const TwinRegistry& twins) {
   return [&twins](const Launch& l, ChannelHost& host) -> std::string {
@@ -13,14 +24,10 @@ LaunchFn twin_launcher(const TwinRegistry& twins) {
     d.kernarg_va = l.cbank0_va;  // the registry adds the kernel's own parameter offset (its cubin says where)
     d.groups = l.groups;
     d.local = l.local;
-    // What the GPU does not map, the twin gets as a trap's stand-in: the kernel runs, and its first access there is
-    // the MMU fault, with the access it was (access_trap.hpp).
-    AccessTrap trap;
-    twins.run(d, [&host, &trap](uint64_t va, uint64_t size) {
-      std::byte* p = host.translate(va, size);
-      return p ? p : trap.stand_in(va);
-    });
-    if (const std::optional<AccessTrap::Access> a = trap.first_fault()) throw KernelAccessFault(a->va, a->access);
+    // The twin runs on the GPU's mirror: its first access to memory the GPU does not map is the SM's MMU fault, with
+    // the access it was (guarded_run.hpp).
+    const TwinMemory mem{[&host](uint64_t va, uint64_t size) { return host.translate(va, size); }, host.view()};
+    if (const std::optional<GuestFault> f = twins.run(d, mem)) throw KernelAccessFault(f->va, mmu_access(f->access));
     return {};
   };
 }

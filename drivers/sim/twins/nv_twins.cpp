@@ -5,8 +5,8 @@
 
 namespace hcq::sim {
 
-ImageDesc image_of(const nv::Cubin& cubin) {
-  ImageDesc img{cubin.identity(), cubin.image().size(), {}};
+ImageDesc image_of(const nv::Cubin& cubin, uint64_t base) {
+  ImageDesc img{cubin.identity(), cubin.relocations().empty() ? cubin.image() : cubin.image_at(base), {}};
   for (const nv::CubinKernel& k : cubin.kernels())
     img.kernels.push_back({k.name, k.code_offset, std::nullopt, k.param_offset, k.param_size});
   return img;

@@ -11,8 +11,9 @@ class Cubin;
 
 namespace hcq::sim {
 
-// The image the NV loader uploads (Cubin::image()), with each kernel's code offset and parameter window.
-ImageDesc image_of(const nv::Cubin& cubin);
+// The image the NV loader uploads at `base` (Cubin::image(), relocated there where it has relocations), with each
+// kernel's code offset and parameter window.
+ImageDesc image_of(const nv::Cubin& cubin, uint64_t base);
 
 // Builds the twins of every kernel of `cubin` from the C source the NV compiler appended (.hcq.source), with the
 // CPU compiler. Returns the number registered: 0 when the cubin carries no source. Throws CompileError when the CPU

@@ -6,12 +6,12 @@
 #include <mutex>
 
 #include "amd/codeobj/code_object.hpp"
-#include "cpu/cpu_thread_pool.hpp"
 #include "cpu/elf_loader.hpp"
 #include "cpu/host_kernel.hpp"
 #include "hcq/compiler.hpp"
 #include "hcq/error.hpp"
 #include "hcq/kernel_abi.h"
+#include "sim/common/gpu_view.hpp"
 
 namespace hcq::sim {
 namespace {
@@ -78,14 +78,14 @@ size_t TwinRegistry::add_from_source(const std::string& image_id, std::string_vi
 }
 
 void TwinRegistry::map_image(uint64_t base, const amd::CodeObject& co) {
-  ImageDesc img{co.identity(), co.image().size(), {}};
+  ImageDesc img{co.identity(), co.relocations().empty() ? co.image() : co.image_at(base), {}};
   for (const amd::CodeObjectKernel& k : co.kernels())
     img.kernels.push_back({k.name, k.code_offset, k.descriptor_offset, 0, k.kernarg_segment_size});
   map_image(base, std::move(img));
 }
 
 void TwinRegistry::map_image(uint64_t base, ImageDesc img) {
-  const uint64_t size = img.size;
+  const uint64_t size = img.size();
   if (size == 0 || base + size < base)
     throw InvalidArgument(cat("GPU image of ", size, " bytes at ", hex(base), " does not fit"));
   std::unique_lock lock(mu_);
@@ -94,10 +94,11 @@ void TwinRegistry::map_image(uint64_t base, ImageDesc img) {
     throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ", hex(next->first)));
   if (next != images_.begin()) {
     const auto prev = std::prev(next);
-    if (prev->first + prev->second.size > base)
+    if (prev->first + prev->second.bytes->size() > base)
       throw InvalidArgument(cat("GPU image at ", hex(base), " (+", size, ") overlaps the one at ", hex(prev->first)));
   }
-  images_.emplace(base, std::move(img));
+  images_.emplace(base, Mapped{std::move(img.id), std::make_shared<const std::vector<uint8_t>>(std::move(img.bytes)),
+                               std::move(img.kernels)});
 }
 
 void TwinRegistry::unmap_image(uint64_t base) {
@@ -108,10 +109,10 @@ void TwinRegistry::unmap_image(uint64_t base) {
 TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) const {
   std::shared_lock lock(mu_);
   auto it = images_.upper_bound(address);
-  if (it == images_.begin() || address - std::prev(it)->first >= std::prev(it)->second.size)
+  if (it == images_.begin() || address - std::prev(it)->first >= std::prev(it)->second.bytes->size())
     throw DeviceFault(cat("dispatch of ", kernel_ref_text(by, address), ": no code object is loaded there"));
   --it;
-  const ImageDesc& img = it->second;
+  const Mapped& img = it->second;
   const uint64_t off = address - it->first;
   const ImageKernel* k = nullptr;
   for (const ImageKernel& c : img.kernels)
@@ -126,50 +127,88 @@ TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) con
                           img.id,
                           "): no host twin is registered for it, so the simulator cannot run it; build the "
                           "kernel from C source with the GPU's compiler (AMD or NV), or register a twin"));
-  return Resolved{img.id, k->name, it->first, k->kernarg_size, k->kernarg_offset, twin->second};
+  return Resolved{img.id,         k->name,   it->first,   k->kernarg_size, k->kernarg_offset,
+                  k->code_offset, img.bytes, twin->second};
 }
 
-void TwinRegistry::run(const TwinDispatch& d, const Translate& translate, cpu::CpuThreadPool* pool) const {
+void TwinRegistry::check_code(const Resolved& r, const std::string& what, const TwinMemory& mem) const {
+  const uint64_t code_va = r.image_base + r.code_offset;
+  if (mem.view && mem.view->covers(code_va, 1)) {
+    const std::optional<GpuView::Range> at = mem.view->find(code_va);
+    if (!at) throw FetchFault(code_va, false, cat(what, ": its code at ", hex(code_va), " is not mapped on the GPU"));
+    if (!at->executable)
+      throw FetchFault(code_va, true,
+                       cat(what, ": its code at ", hex(code_va), " is mapped without execute permission"));
+  }
+  const std::vector<uint8_t>& loaded = *r.bytes;
+  const std::byte* gpu = mem.translate(r.image_base, loaded.size());
+  if (!gpu)
+    throw FetchFault(
+        r.image_base, false,
+        cat(what, ": its code object at ", hex(r.image_base), " (", loaded.size(), " bytes) is not mapped on the GPU"));
+  if (std::memcmp(gpu, loaded.data(), loaded.size()) != 0) {
+    size_t off = 0;
+    while (static_cast<uint8_t>(gpu[off]) == loaded[off]) ++off;
+    throw DeviceFault(cat(what, ": the code in GPU memory differs from the code object loaded at ", hex(r.image_base),
+                          " (first at byte ", off, ": ", hex(static_cast<uint8_t>(gpu[off])), ", loaded ",
+                          hex(loaded[off]), "); a corrupt or overwritten upload"));
+  }
+}
+
+std::optional<GuestFault> TwinRegistry::run(const TwinDispatch& d, const TwinMemory& mem) const {
   const Resolved r = resolve(d.by, d.address);
   const std::string what = cat("kernel '", r.kernel, "' (", kernel_ref_text(d.by, d.address), ")");
-  uint64_t groups = 1;
   for (int i = 0; i < 3; ++i) {
     if (d.groups[i] == 0 || d.local[i] == 0)
       throw DeviceFault(cat(what, ": empty grid {", d.groups[0], ",", d.groups[1], ",", d.groups[2], "} x {",
                             d.local[0], ",", d.local[1], ",", d.local[2], "}"));
-    groups *= d.groups[i];
   }
+  check_code(r, what, mem);
   const cpu::KernelEntry& e = r.twin.entry;
   const uint64_t kernarg_bytes = uint64_t{e.nbufs} * 8 + uint64_t{e.nvals} * 4;
   if (kernarg_bytes > r.kernarg_segment_size)
     throw DeviceFault(cat(what, ": its twin reads ", kernarg_bytes, " kernarg bytes, the code object's segment has ",
                           r.kernarg_segment_size));
-  // A private copy of the kernarg segment, with each buffer address translated to the host pointer the twin uses
-  // (the same value where the simulator maps GPU memory at its own VA).
+  // A private copy of the kernarg segment, with each buffer address replaced by where the twin reaches it: the
+  // GPU's mirror where it has one, else the driver's translation, else a stand-in whose first access faults.
   std::vector<uint64_t> args((kernarg_bytes + 7) / 8 + 1, 0);
   if (kernarg_bytes) {
     const uint64_t va = d.kernarg_va + r.kernarg_offset;
     if (va % 8 || va < d.kernarg_va)
       throw DeviceFault(cat(what, ": kernarg address ", hex(va), " is not 8-byte aligned"));
-    const std::byte* ka = translate(va, kernarg_bytes);
+    const std::byte* ka = mem.translate(va, kernarg_bytes);
     if (!ka)
-      throw DeviceFault(
+      throw FetchFault(
+          va, false,
           cat(what, ": kernarg segment ", hex(va), " (+", kernarg_bytes, " bytes) is not mapped on the GPU"));
     std::memcpy(args.data(), ka, kernarg_bytes);
   }
+  GuardedRun guard(mem.view);
   for (uint32_t i = 0; i < e.nbufs; ++i) {
-    const std::byte* host = translate(args[i], 1);
-    if (!host) throw DeviceFault(cat(what, ": buffer argument ", i, " at ", hex(args[i]), " is not mapped on the GPU"));
+    const std::byte* host = nullptr;
+    if (mem.view && mem.view->covers(args[i], 1)) host = mem.view->at(args[i]);
+    else if (!(host = mem.translate(args[i], 1))) host = guard.stand_in(args[i]);
+    if (!host)
+      throw DeviceFault(cat(what, ": buffer argument ", i, " at ", hex(args[i]),
+                            " is not mapped on the GPU (and no address space is left to watch the kernel's access)"));
     args[i] = reinterpret_cast<uint64_t>(host);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(args.data());
-  cpu::GridJob job{e.fn, hcq_dispatch{bytes,
-                                      reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
-                                      {0, 0, 0},
-                                      {d.groups[0], d.groups[1], d.groups[2]},
-                                      {d.local[0], d.local[1], d.local[2]}}};
-  if (groups == 1 || !pool) cpu::run_workgroups(&job, 0, groups);
-  else pool->parallel_for(groups, cpu::run_workgroups, &job);
+  struct Grid {
+    cpu::GridJob job;
+    uint64_t groups;
+  } grid{cpu::GridJob{e.fn, hcq_dispatch{bytes,
+                                         reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
+                                         {0, 0, 0},
+                                         {d.groups[0], d.groups[1], d.groups[2]},
+                                         {d.local[0], d.local[1], d.local[2]}}},
+         uint64_t{d.groups[0]} * d.groups[1] * d.groups[2]};
+  return guard.run(
+      [](void* ctx) {
+        auto* g = static_cast<Grid*>(ctx);
+        cpu::run_workgroups(&g->job, 0, g->groups);
+      },
+      &grid);
 }
 
 }  // namespace hcq::sim

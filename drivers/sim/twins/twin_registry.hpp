@@ -9,6 +9,11 @@
 // The registry itself is vendor-neutral (ImageDesc, SourceKernel); the AMD overloads below and nv_twins.hpp turn a
 // code object or a cubin into those.
 //
+// The code is checked where the GPU would fetch it: at each dispatch the image's bytes are read from GPU memory and
+// compared with what was loaded there (a garbled or missing upload faults), and with a GPU view the kernel entry must
+// be mapped executable. The twin then runs on the GPU's mirror (sim/common/gpu_view.hpp) under a GuardedRun, so its
+// every access is checked against the GPU's page tables.
+//
 // One registry per simulated GPU, owned by it. Thread-safe: queues dispatch concurrently while programs load and
 // unload; a running twin keeps its code alive (shared ownership) even if it is unregistered meanwhile.
 #pragma once
@@ -26,18 +31,19 @@
 #include <vector>
 
 #include "cpu/host_kernel.hpp"  // cpu::KernelEntry: what the CPU backend publishes for host twins
+#include "hcq/error.hpp"
+#include "sim/common/guarded_run.hpp"
 
 namespace hcq {
 class Compiler;
 namespace amd {
 class CodeObject;
 }
-namespace cpu {
-class CpuThreadPool;
-}
 }  // namespace hcq
 
 namespace hcq::sim {
+
+class GpuView;
 
 struct Twin {
   cpu::KernelEntry entry;             // the CPU function and its argument counts (from <name>_hcq_desc)
@@ -62,6 +68,26 @@ struct TwinDispatch {
 // GPU VA -> host pointer for [va, va + size), or nullptr when any of it is unmapped (the KFD simulator's translate).
 using Translate = std::function<std::byte*(uint64_t va, uint64_t size)>;
 
+// What a dispatch reaches GPU memory through.
+struct TwinMemory {
+  Translate translate;            // the kernarg segment, the code check, buffers outside the view
+  const GpuView* view = nullptr;  // the GPU's mirror (null: buffers through translate, unguarded but for stand-ins)
+};
+
+// The GPU could not fetch what the dispatch needs, its code or its kernarg segment: not mapped on it, or code
+// (`no_execute`) mapped without execute permission. A page fault at `address`, on hardware as here.
+class FetchFault : public DeviceFault {
+ public:
+  FetchFault(uint64_t address, bool no_execute, const std::string& what)
+      : DeviceFault(what), address_(address), no_execute_(no_execute) {}
+  uint64_t address() const { return address_; }
+  bool no_execute() const { return no_execute_; }
+
+ private:
+  uint64_t address_;
+  bool no_execute_;
+};
+
 // A kernel of a GPU image, as the registry needs it whatever the vendor.
 struct ImageKernel {
   std::string name;
@@ -70,11 +96,13 @@ struct ImageKernel {
   uint32_t kernarg_offset = 0;                // where the arguments start in the memory TwinDispatch::kernarg_va names
   uint32_t kernarg_size = 0;                  // bytes the binary reserves for them there
 };
-// A GPU image: its identity (the key of its twins), its size in bytes and its kernels.
+// A GPU image: its identity (the key of its twins), the bytes uploaded to GPU memory (relocated for where they
+// are) and its kernels.
 struct ImageDesc {
   std::string id;
-  uint64_t size = 0;
+  std::vector<uint8_t> bytes;
   std::vector<ImageKernel> kernels;
+  uint64_t size() const { return bytes.size(); }
 };
 // A kernel to build a twin for, with the argument counts the GPU binary declares (nullopt: it does not say).
 struct SourceKernel {
@@ -102,7 +130,8 @@ class TwinRegistry {
                          const std::vector<SourceKernel>& kernels, Compiler& cpu_compiler);
 
   // ---- where code objects live ----
-  // The image of `co` was uploaded at GPU VA `base`. Throws InvalidArgument if it overlaps an image already mapped.
+  // The image of `co` was uploaded at GPU VA `base` (its bytes as AmdDevice uploads them: image_at(base) where it
+  // has relocations). Throws InvalidArgument if it overlaps an image already mapped.
   void map_image(uint64_t base, const amd::CodeObject& co);
   // The same for any vendor's image.
   void map_image(uint64_t base, ImageDesc image);
@@ -112,22 +141,33 @@ class TwinRegistry {
   struct Resolved {
     std::string code_object_id, kernel;
     uint64_t image_base = 0;
-    uint32_t kernarg_segment_size = 0;  // ImageKernel::kernarg_size
-    uint32_t kernarg_offset = 0;        // ImageKernel::kernarg_offset
+    uint32_t kernarg_segment_size = 0;                  // ImageKernel::kernarg_size
+    uint32_t kernarg_offset = 0;                        // ImageKernel::kernarg_offset
+    uint64_t code_offset = 0;                           // ImageKernel::code_offset
+    std::shared_ptr<const std::vector<uint8_t>> bytes;  // what was uploaded at image_base
     Twin twin;
   };
   // The kernel at `address`. Throws DeviceFault naming the address and what is there instead (no image, an image
   // but no kernel entry at that offset, or a kernel with no twin: "no host twin for kernel 'k' of code object ...").
   Resolved resolve(KernelRef by, uint64_t address) const;
 
-  // Runs the dispatch on the calling thread (or on `pool`, which then must not be in use by anyone else). Throws
-  // DeviceFault when the kernel cannot be resolved, the kernargs or a buffer are unmapped, or the grid is empty.
-  void run(const TwinDispatch& d, const Translate& translate, cpu::CpuThreadPool* pool = nullptr) const;
+  // Runs the dispatch on the calling thread, guarded (guarded_run.hpp). Returns the kernel's first access that
+  // faulted (the kernel stopped there), or nullopt when it ran to its end. Throws FetchFault when the code is not
+  // mapped (executable) on the GPU or the kernargs are not mapped, DeviceFault when the kernel cannot be resolved,
+  // its code in GPU memory differs from what was loaded there, or the grid is empty.
+  std::optional<GuestFault> run(const TwinDispatch& d, const TwinMemory& mem) const;
 
  private:
+  void check_code(const Resolved& r, const std::string& what, const TwinMemory& mem) const;
+
   mutable std::shared_mutex mu_;
   std::map<std::pair<std::string, std::string>, Twin> twins_;  // (image id, kernel) -> twin
-  std::map<uint64_t, ImageDesc> images_;                       // base VA -> image
+  struct Mapped {
+    std::string id;
+    std::shared_ptr<const std::vector<uint8_t>> bytes;  // shared with dispatches that resolved it
+    std::vector<ImageKernel> kernels;
+  };
+  std::map<uint64_t, Mapped> images_;  // base VA -> image
 };
 
 }  // namespace hcq::sim

@@ -1,0 +1,158 @@
+// A GPU's mirror of its page tables and guarded runs on it: what is mapped is reachable with its permissions, every
+// other access ends the run with the GPU VA and the kind of access; the code a dispatch fetches must be mapped
+// executable.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "amd/codeobj/code_object.hpp"
+#include "amd_codeobj/kernels.hpp"
+#include "cpu/cpu_compiler.hpp"
+#include "hcq/backend/os.hpp"
+#include "sim/common/gpu_view.hpp"
+#include "sim/common/guarded_run.hpp"
+#include "sim/common/memfd_backing.hpp"
+#include "twins/twin_registry.hpp"
+
+namespace hcq::sim {
+namespace {
+
+constexpr uint64_t kBase = uint64_t{0x40} << 32, kSpan = uint64_t{64} << 20, kPage = 4096;
+
+class GpuViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto b = MemfdBacking::make("gpu-view-test", 4 * kPage);
+    ASSERT_TRUE(b.has_value());
+    mem_ = *b;
+    for (uint32_t i = 0; i < 4 * kPage / 4; ++i) reinterpret_cast<uint32_t*>(mem_.host)[i] = i;
+  }
+  void TearDown() override { mem_.release(); }
+
+  // Runs `op` on the word at `va` of the view under a guard.
+  enum class Op { read, write, atomic };
+  std::optional<GuestFault> access(uint64_t va, Op op) {
+    struct Ctx {
+      uint32_t* p;
+      Op op;
+      uint32_t seen;
+    } ctx{reinterpret_cast<uint32_t*>(view_.at(va)), op, 0};
+    GuardedRun run(&view_);
+    auto f = run.run(
+        [](void* c) {
+          auto* x = static_cast<Ctx*>(c);
+          switch (x->op) {
+            case Op::read: x->seen = *static_cast<volatile uint32_t*>(x->p); break;
+            case Op::write: *static_cast<volatile uint32_t*>(x->p) = 0xfeed; break;
+            case Op::atomic: __atomic_fetch_add(x->p, 1u, __ATOMIC_RELAXED); break;
+          }
+        },
+        &ctx);
+    seen_ = ctx.seen;
+    return f;
+  }
+
+  MemfdBacking mem_;
+  GpuView view_{kBase, kSpan};
+  uint32_t seen_ = 0;
+};
+
+TEST_F(GpuViewTest, MappedMemoryIsReachableAsTheGpuMapsIt) {
+  ASSERT_TRUE(view_.map({kBase + 8 * kPage, 2 * kPage, mem_.fd, kPage, true, false}));
+  EXPECT_FALSE(access(kBase + 8 * kPage + 8, Op::read));
+  EXPECT_EQ(seen_, kPage / 4 + 2);  // the memfd's second page, word 2
+  EXPECT_FALSE(access(kBase + 9 * kPage, Op::write));
+  EXPECT_EQ(reinterpret_cast<uint32_t*>(mem_.host)[2 * kPage / 4], 0xfeedu);  // the same bytes the host sees
+  EXPECT_FALSE(access(kBase + 9 * kPage + 4, Op::atomic));
+}
+
+TEST_F(GpuViewTest, EveryOtherAccessFaultsWithItsAddressAndKind) {
+  ASSERT_TRUE(view_.map({kBase, kPage, mem_.fd, 0, false, false}));  // read-only
+  EXPECT_FALSE(access(kBase + 4, Op::read));
+  auto f = access(kBase + 12, Op::write);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->va, kBase + 12);
+  EXPECT_EQ(f->access, GuestAccess::write);
+  EXPECT_EQ(reinterpret_cast<uint32_t*>(mem_.host)[3], 3u);
+  f = access(kBase + kPage + 40, Op::read);  // just past the mapping
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->va, kBase + kPage + 40);
+  EXPECT_EQ(f->access, GuestAccess::read);
+  f = access(kBase + kSpan - 4, Op::atomic);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->va, kBase + kSpan - 4);
+  EXPECT_EQ(f->access, GuestAccess::atomic);
+  view_.unmap(kBase, kPage);
+  f = access(kBase + 4, Op::read);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->va, kBase + 4);
+}
+
+// A driver whose mappings change in many places re-derives the list: only what differs is remapped, partial unmaps
+// keep the rest, and ranges outside the mirror or without memory are not shown.
+TEST_F(GpuViewTest, ShowKeepsExactlyTheGivenRanges) {
+  view_.show({{kBase, 2 * kPage, mem_.fd, 0, true, false},
+              {kBase + 4 * kPage, kPage, mem_.fd, 3 * kPage, true, true},
+              {kBase + kSpan, kPage, mem_.fd, 0, true, false},
+              {kBase + 6 * kPage, kPage, -1, 0, true, false}});
+  EXPECT_TRUE(view_.find(kBase + kPage));
+  EXPECT_TRUE(view_.find(kBase + 4 * kPage)->executable);
+  EXPECT_FALSE(view_.find(kBase + kSpan - 1));
+  EXPECT_FALSE(view_.find(kBase + 6 * kPage));
+  view_.unmap(kBase, kPage);  // the first page of the first range
+  EXPECT_FALSE(view_.find(kBase));
+  ASSERT_TRUE(view_.find(kBase + kPage));
+  EXPECT_EQ(view_.find(kBase + kPage)->offset, kPage);
+  EXPECT_FALSE(access(kBase + kPage, Op::read));
+  EXPECT_EQ(seen_, kPage / 4);
+  view_.show({{kBase + 4 * kPage, kPage, mem_.fd, 3 * kPage, true, true}});
+  EXPECT_FALSE(view_.find(kBase + kPage));
+  EXPECT_TRUE(access(kBase + kPage, Op::read));
+  EXPECT_FALSE(access(kBase + 4 * kPage, Op::read));
+  EXPECT_EQ(seen_, 3 * kPage / 4);
+}
+
+// A dispatch fetches its code through the view: code in a page mapped without execute permission is refused before
+// the kernel runs (AMD's NoExecute fault); mapped executable, it runs.
+TEST_F(GpuViewTest, CodeMustBeMappedExecutable) {
+  const amd::CodeObject co = amd::CodeObject::parse(amd::test::axpb_code_object("gfx1100"));
+  TwinRegistry reg;
+  cpu::CpuCompiler cc(real_os());
+  ASSERT_EQ(reg.add_from_source(co, cc), 1u);
+  const uint64_t image_va = kBase + 16 * kPage;
+  const std::vector<uint8_t> bytes = co.relocations().empty() ? co.image() : co.image_at(image_va);
+  auto code = MemfdBacking::make("gpu-view-code", (bytes.size() + kPage - 1) / kPage * kPage);
+  ASSERT_TRUE(code.has_value());
+  std::memcpy(code->host, bytes.data(), bytes.size());
+  reg.map_image(image_va, co);
+  const uint64_t code_bytes = code->size;
+  ASSERT_TRUE(view_.map({image_va, code_bytes, code->fd, 0, true, false}));
+  // axpb(out, in, n = 0, ...): no thread touches memory; the kernargs live in the test's own memory.
+  struct alignas(8) {
+    uint64_t out = 0, in = 0;
+    uint32_t n = 0, scale = 0, bias = 0;
+  } args;
+  TwinDispatch d;
+  d.address = image_va + co.kernel("axpb").code_offset;
+  d.kernarg_va = reinterpret_cast<uint64_t>(&args);
+  const TwinMemory mem{[&](uint64_t va, uint64_t size) -> std::byte* {
+                         if (va >= image_va && va + size <= image_va + code_bytes) return code->host + (va - image_va);
+                         if (va == d.kernarg_va && size <= sizeof args) return reinterpret_cast<std::byte*>(&args);
+                         return nullptr;
+                       },
+                       &view_};
+  try {
+    reg.run(d, mem);
+    ADD_FAILURE() << "ran code mapped without execute permission";
+  } catch (const FetchFault& f) {
+    EXPECT_TRUE(f.no_execute());
+    EXPECT_EQ(f.address(), d.address);
+  }
+  ASSERT_TRUE(view_.map({image_va, code_bytes, code->fd, 0, true, true}));
+  EXPECT_FALSE(reg.run(d, mem));
+  code->release();
+}
+
+}  // namespace
+}  // namespace hcq::sim

@@ -1,0 +1,182 @@
+// A kernel's accesses on a simulated GPU are checked against that GPU's own page tables, as its MMU checks them: a
+// write past the end of a buffer, at any distance, into memory this GPU does not map (free VA, or memory only another
+// GPU of the machine maps) is a page fault at that exact address, reported as the device's sticky DeviceFault; the
+// process lives, nothing outside the kernel's memory changes, and other devices keep working. Issue 14, first item.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/timeline.hpp"
+#include "hcq/backend/process.hpp"
+#include "hcq/compiler.hpp"
+#include "hcq/device.hpp"
+#include "hcq/error.hpp"
+#include "hcq/registry.hpp"
+#include "sim/kfd/sim_amd_device.hpp"
+#include "sim/nv/sim_nv_device.hpp"
+
+namespace hcq {
+namespace {
+
+// Thread 0 stores `value` at buf[index]: any distance from the buffer, in 4-byte steps up to 16 GiB.
+constexpr const char* kPoke = R"(
+HCQ_KERNEL(poke_u32, 1, 2) {
+  HCQ_FOR_EACH_THREAD(x, y, z) {
+    (void)y; (void)z;
+    if (HCQ_GLOBAL_ID(0, x) == 0) HCQ_BUF(uint32_t, 0)[HCQ_VAL(0)] = HCQ_VAL(1);
+  }
+}
+)";
+
+struct SimGpu {
+  std::string vendor;  // "SIM-AMD" or "SIM-NV"
+  std::string target;  // gfx1100, hopper, ...
+  std::string name() const { return vendor + ":" + target; }
+};
+
+std::unique_ptr<Device> open_machine(const SimGpu& g, unsigned gpus = 1) {
+  if (g.vendor == "SIM-AMD")
+    return sim::open_sim_amd_gpu(g.name(), g.target, sim::amd_engine::Scheduling::threaded, gpus);
+  return sim::open_sim_nv_gpu(g.name(), g.target, sim::nv_engine::Scheduling::threaded, gpus);
+}
+std::unique_ptr<Device> open_peer(const SimGpu& g, Device& first) {
+  if (g.vendor == "SIM-AMD") return sim::open_sim_amd_peer(g.name() + ":1", first, 1);
+  return sim::open_sim_nv_peer(g.name() + ":1", first, 1);
+}
+
+// How each backend names the faulting address in its DeviceFault.
+std::string fault_address_text(const SimGpu& g, uint64_t va) {
+  return g.vendor == "SIM-AMD" ? "GPU memory fault at " + hex(va) : "faulting VA " + hex(va);
+}
+
+class SimKernelBounds : public ::testing::TestWithParam<SimGpu> {
+ protected:
+  void SetUp() override {
+    dev_ = open_machine(GetParam());
+    if (dev_->compiler().identity().find("unavailable") != std::string::npos)
+      GTEST_SKIP() << "no compiler for " << GetParam().name() << " here: " << dev_->compiler().identity();
+  }
+  void TearDown() override { release(); }
+
+  // Frees what the test allocated on dev_ and reopens it: a faulted device stays faulted.
+  void reopen(unsigned gpus = 1) {
+    release();
+    dev_ = open_machine(GetParam(), gpus);
+  }
+  void release() {
+    for (const Allocation& a : allocs_) dev_->free_memory(a);
+    allocs_.clear();
+    if (hole_) process().va.free(hole_, kHoleBytes);
+    hole_ = 0;
+  }
+
+  // Runs poke(buf, index, value) over one workgroup of 64 threads and synchronizes: the DeviceFault's message, or
+  // "" when the kernel ran.
+  static std::string poke(Device& dev, uint64_t buf, uint64_t byte_offset, uint32_t value) {
+    auto prog = dev.load_program("poke_u32", dev.compiler().compile(kPoke));
+    auto q = dev.compute_queue();
+    LaunchArgs args;
+    args.bufs = {Sym(buf)};
+    args.vals = {Sym(byte_offset / 4), Sym(uint64_t{value})};
+    q->exec(*prog, args, Dims{1u, 1u, 1u}, Dims{64u, 1u, 1u});
+    q->signal(dev.timeline_signal(), test::take_timeline_value(dev));
+    q->submit();
+    try {
+      dev.synchronize();
+    } catch (const DeviceFault& e) {
+      return e.what();
+    }
+    return {};
+  }
+
+  // A 4 KiB buffer with nothing mapped after it: a hole of the unified VA reserved by the test (so no allocation can
+  // land there), starting where the buffer's VA range ends. Allocations fill earlier holes first; a few tries reach
+  // the end of the used range.
+  Allocation buffer_before_hole() {
+    for (int attempt = 0; attempt < 256; ++attempt) {
+      const Allocation a = dev_->alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
+      allocs_.push_back(a);
+      const uint64_t hole = process().va.alloc(kHoleBytes);
+      // The buffer's own VA range may be rounded up to the GPU's page size (2 MiB at most).
+      if (hole > a.va && hole - a.va <= (uint64_t{2} << 20)) {
+        hole_ = hole;
+        return a;
+      }
+      process().va.free(hole, kHoleBytes);
+    }
+    ADD_FAILURE() << "no 4 KiB buffer followed by free VA after 256 allocations";
+    return allocs_.back();
+  }
+
+  static constexpr uint64_t kHoleBytes = uint64_t{2} << 30;
+  std::unique_ptr<Device> dev_;
+  std::vector<Allocation> allocs_;
+  uint64_t hole_ = 0;
+};
+
+// Past the end at several distances: the next page, 64 KiB, 1 MiB, 2 MiB (where the process used to die on SIM-AMD),
+// 16 MiB and almost 2 GiB. Each fault names its exact address; the buffer itself is untouched.
+TEST_P(SimKernelBounds, WritesPastTheEndFaultAtTheirAddress) {
+  for (const uint64_t distance : {uint64_t{0}, uint64_t{64} << 10, uint64_t{1} << 20, (uint64_t{2} << 20) + 8,
+                                  uint64_t{16} << 20, kHoleBytes - 4}) {
+    SCOPED_TRACE(cat("distance ", distance, " into the hole"));
+    reopen();
+    const Allocation a = buffer_before_hole();
+    const uint64_t target = hole_ + distance;
+    const std::string msg = poke(*dev_, a.va, target - a.va, 0xabcd1234u);
+    EXPECT_NE(msg.find(fault_address_text(GetParam(), target)), std::string::npos) << msg;
+    EXPECT_EQ(*static_cast<const uint32_t*>(a.host_ptr()), 0u);
+  }
+}
+
+// The same kernel in bounds writes where it should: the check costs a good kernel nothing.
+TEST_P(SimKernelBounds, InBoundsWritesLand) {
+  const Allocation a = buffer_before_hole();
+  EXPECT_EQ(poke(*dev_, a.va, 4092, 77u), "");
+  EXPECT_EQ(static_cast<const uint32_t*>(a.host_ptr())[1023], 77u);
+}
+
+// Page tables are per GPU: memory of the second GPU of the machine, which the first does not map, faults there and is
+// left as it was; mapped as a peer, the same write lands.
+TEST_P(SimKernelBounds, AnotherGpusMemoryFaultsUntilMapped) {
+  reopen(2);
+  std::unique_ptr<Device> peer = open_peer(GetParam(), *dev_);
+  const Allocation theirs = peer->alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
+  const std::string msg = poke(*dev_, theirs.va, 8, 5u);
+  EXPECT_NE(msg.find(fault_address_text(GetParam(), theirs.va + 8)), std::string::npos) << msg;
+  EXPECT_EQ(static_cast<const uint32_t*>(theirs.host_ptr())[2], 0u);
+
+  std::unique_ptr<Device> fresh = open_machine(GetParam(), 2);
+  std::unique_ptr<Device> fresh_peer = open_peer(GetParam(), *fresh);
+  const Allocation mine = fresh_peer->alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
+  fresh->map_memory(mine);
+  EXPECT_EQ(poke(*fresh, mine.va, 8, 5u), "");
+  EXPECT_EQ(static_cast<const uint32_t*>(mine.host_ptr())[2], 5u);
+  fresh_peer->free_memory(mine);
+  peer->free_memory(theirs);
+}
+
+// After a GPU's fault, the process and its other devices carry on: the CPU device runs the same kernel.
+TEST_P(SimKernelBounds, OtherDevicesKeepWorking) {
+  const Allocation a = buffer_before_hole();
+  ASSERT_NE(poke(*dev_, a.va, hole_ - a.va, 1u), "");
+  Device& cpu = open_device("CPU:0");
+  const Allocation c = cpu.alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
+  EXPECT_EQ(poke(cpu, c.va, 40, 9u), "");
+  EXPECT_EQ(static_cast<const uint32_t*>(c.host_ptr())[10], 9u);
+  cpu.free_memory(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpus, SimKernelBounds,
+                         ::testing::Values(SimGpu{"SIM-AMD", "gfx942"}, SimGpu{"SIM-AMD", "gfx1100"},
+                                           SimGpu{"SIM-AMD", "gfx1201"}, SimGpu{"SIM-NV", "ampere"},
+                                           SimGpu{"SIM-NV", "hopper"}, SimGpu{"SIM-NV", "blackwell"}),
+                         [](const ::testing::TestParamInfo<SimGpu>& i) {
+                           return (i.param.vendor == "SIM-AMD" ? "SIM_AMD_" : "SIM_NV_") + i.param.target;
+                         });
+
+}  // namespace
+}  // namespace hcq
