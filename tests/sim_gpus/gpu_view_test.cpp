@@ -156,3 +156,83 @@ TEST_F(GpuViewTest, CodeMustBeMappedExecutable) {
 
 }  // namespace
 }  // namespace hcq::sim
+
+namespace hcq::sim {
+namespace {
+
+// The GPU's L2 as a write-back cache: a kernel's writes stay in it until a writeback, which writes only the bytes
+// the kernel changed; the GPU's own kernels see them at once.
+class GpuCacheTest : public GpuViewTest {
+ protected:
+  void SetUp() override {
+    GpuViewTest::SetUp();
+    view_.enable_cache();
+    ASSERT_TRUE(view_.map({kBase, 4 * kPage, mem_.fd, 0, true, false}));
+  }
+  uint32_t memory(size_t word) const { return reinterpret_cast<const uint32_t*>(mem_.host)[word]; }
+};
+
+TEST_F(GpuCacheTest, WritesWaitForTheWriteback) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));
+  EXPECT_EQ(memory(2), 2u);  // memory (the host's view) is stale
+  EXPECT_FALSE(access(kBase + 8, Op::read));
+  EXPECT_EQ(seen_, 0xfeedu);  // the GPU reads its own write from the cache
+  EXPECT_EQ(view_.dirty_lines(), 1u);
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0xfeedu);
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+  EXPECT_FALSE(access(kBase + 8, Op::atomic));  // clean again: the next write fills a line again
+  EXPECT_EQ(memory(2), 0xfeedu);
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0xfeeeu);
+}
+
+TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));
+  reinterpret_cast<uint32_t*>(mem_.host)[3] = 0x33;  // the host writes another word of the dirty page
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0xfeedu);
+  EXPECT_EQ(memory(3), 0x33u);
+}
+
+TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
+  ASSERT_TRUE(view_.map({kBase + 8 * kPage, kPage, mem_.fd, 0, false, false}));
+  auto f = access(kBase + 8 * kPage + 4, Op::write);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->access, GuestAccess::write);
+  f = access(kBase + 9 * kPage, Op::write);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->va, kBase + 9 * kPage);
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+}
+
+// A full cache writes its oldest line back to make room, as an L2 evicts; unmapping writes a range's lines back.
+TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
+  const uint64_t pages = GpuView::kLines + 1;
+  auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);
+  ASSERT_TRUE(big.has_value());
+  const uint64_t va = kBase + 16 * kPage;
+  ASSERT_TRUE(view_.map({va, pages * kPage, big->fd, 0, true, false}));
+  struct Ctx {
+    std::byte* p;
+    uint64_t pages;
+  } ctx{view_.at(va), pages};
+  GuardedRun run(&view_);
+  ASSERT_FALSE(run.run(
+      [](void* c) {
+        auto* x = static_cast<Ctx*>(c);
+        for (uint64_t i = 0; i < x->pages; ++i) reinterpret_cast<volatile uint32_t*>(x->p + i * kPage)[0] = 7;
+      },
+      &ctx));
+  EXPECT_EQ(view_.dirty_lines(), GpuView::kLines);
+  uint64_t in_memory = 0;
+  for (uint64_t i = 0; i < pages; ++i) in_memory += reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0] == 7;
+  EXPECT_EQ(in_memory, 1u);  // the one line evicted
+  view_.unmap(va, pages * kPage);
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+  for (uint64_t i = 0; i < pages; ++i) ASSERT_EQ(reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0], 7u) << i;
+  big->release();
+}
+
+}  // namespace
+}  // namespace hcq::sim

@@ -1,11 +1,11 @@
 #include "sim/common/gpu_view.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
@@ -37,13 +37,26 @@ std::unique_ptr<GpuView> GpuView::of_unified_va() {
   return std::make_unique<GpuView>(va.base(), va.size());
 }
 
-GpuView::~GpuView() { ::munmap(mirror_, size_); }
+GpuView::~GpuView() {
+  ::munmap(mirror_, size_);
+  if (snapshots_) ::munmap(snapshots_, kLines * kPage);
+}
+
+void GpuView::enable_cache() {
+  Lock lock(*this);
+  if (cache_) return;
+  void* p = ::mmap(nullptr, kLines * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw OutOfMemory("simulated GPU: no memory for its cache model's snapshots");
+  snapshots_ = static_cast<std::byte*>(p);
+  cache_ = true;
+}
 
 bool GpuView::map_locked(const Range& r) {
   if (r.fd < 0 || r.size == 0 || r.va % kPage || r.size % kPage || r.offset % kPage || !covers(r.va, r.size))
     return false;
   unmap_locked(r.va, r.size);
-  const int prot = PROT_READ | (r.writable ? PROT_WRITE : 0);
+  // With the cache, writable pages start clean: read-only until a kernel's first write makes them a line.
+  const int prot = PROT_READ | (r.writable && !cache_ ? PROT_WRITE : 0);
   void* p = ::mmap(at(r.va), r.size, prot, MAP_SHARED | MAP_FIXED, r.fd, static_cast<off_t>(r.offset));
   if (p == MAP_FAILED) {
     reserve_at(at(r.va), r.size);
@@ -56,6 +69,7 @@ bool GpuView::map_locked(const Range& r) {
 void GpuView::unmap_locked(uint64_t va, uint64_t size) {
   if (size == 0) return;
   const uint64_t end = va + size;
+  writeback_range_locked(va, size);  // dirty lines reach memory before their pages go
   // Mappings overlapping [va, end): the parts outside it stay shown, as smaller ranges.
   auto it = shown_.lower_bound(va);
   if (it != shown_.begin() && std::prev(it)->second.va + std::prev(it)->second.size > va) --it;
@@ -81,12 +95,12 @@ void GpuView::unmap_locked(uint64_t va, uint64_t size) {
 }
 
 bool GpuView::map(const Range& r) {
-  std::unique_lock lock(mu_);
+  Lock lock(*this);
   return map_locked(r);
 }
 
 void GpuView::unmap(uint64_t va, uint64_t size) {
-  std::unique_lock lock(mu_);
+  Lock lock(*this);
   unmap_locked(va, size);
 }
 
@@ -100,7 +114,7 @@ void GpuView::show(const std::vector<Range>& ranges) {
     if (next != want.begin() && std::prev(next)->second.va + std::prev(next)->second.size > r.va) continue;
     want[r.va] = r;
   }
-  std::unique_lock lock(mu_);
+  Lock lock(*this);
   std::vector<Range> gone;
   for (const auto& [va, r] : shown_) {
     const auto w = want.find(va);
@@ -113,13 +127,84 @@ void GpuView::show(const std::vector<Range>& ranges) {
   }
 }
 
-std::optional<GpuView::Range> GpuView::find(uint64_t va) const {
-  std::shared_lock lock(mu_);
+const GpuView::Range* GpuView::find_locked(uint64_t va) const {
   auto it = shown_.upper_bound(va);
-  if (it == shown_.begin()) return std::nullopt;
+  if (it == shown_.begin()) return nullptr;
   --it;
-  if (va - it->second.va >= it->second.size) return std::nullopt;
-  return it->second;
+  return va - it->second.va < it->second.size ? &it->second : nullptr;
+}
+
+std::optional<GpuView::Range> GpuView::find(uint64_t va) const {
+  Lock lock(*this);
+  const Range* r = find_locked(va);
+  return r ? std::optional<Range>(*r) : std::nullopt;
+}
+
+// ---- the cache ----------------------------------------------------------------------------------------------------
+
+bool GpuView::cache_fill(uintptr_t host) {
+  if (!in_mirror(reinterpret_cast<const void*>(host))) return false;
+  const uint64_t page = va_of(reinterpret_cast<const void*>(host)) & ~(kPage - 1);
+  Lock lock(*this);
+  if (!cache_) return false;
+  const Range* r = find_locked(page);
+  if (!r || !r->writable) return false;
+  for (size_t i = 0; i < nlines_; ++i)
+    if (lines_[i].va == page) return true;          // another thread filled it meanwhile: retry into it
+  if (nlines_ == kLines) writeback_line_locked(0);  // full: the oldest line goes to memory
+  const size_t i = nlines_;
+  const Line line{page, r->fd, r->offset + (page - r->va)};
+  std::byte* p = at(page);
+  std::memcpy(snapshot(i), p, kPage);  // the clean page, readable
+  if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, line.fd, static_cast<off_t>(line.offset)) ==
+      MAP_FAILED)
+    return false;
+  lines_[i] = line;
+  nlines_ = i + 1;
+  return true;
+}
+
+void GpuView::writeback_line_locked(size_t i) {
+  const Line line = lines_[i];
+  std::byte* p = at(line.va);
+  // Read-only first: a kernel writing this page meanwhile faults and waits for the lock, so no write is lost between
+  // the compare and the remap.
+  ::mprotect(p, kPage, PROT_READ);
+  const std::byte* old = snapshot(i);
+  for (uint64_t b = 0; b < kPage;) {
+    if (p[b] == old[b]) {
+      ++b;
+      continue;
+    }
+    uint64_t e = b + 1;
+    while (e < kPage && p[e] != old[e]) ++e;
+    const ssize_t n = ::pwrite(line.fd, p + b, e - b, static_cast<off_t>(line.offset + b));
+    (void)n;  // a memfd write within its size does not fail short
+    b = e;
+  }
+  ::mmap(p, kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
+  --nlines_;
+  if (i != nlines_) {
+    lines_[i] = lines_[nlines_];
+    std::memcpy(snapshot(i), snapshot(nlines_), kPage);
+  }
+}
+
+void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
+  for (size_t i = 0; i < nlines_;) {
+    if (lines_[i].va >= va && lines_[i].va - va < size) writeback_line_locked(i);
+    else ++i;
+  }
+}
+
+void GpuView::writeback() {
+  Lock lock(*this);
+  while (nlines_) writeback_line_locked(nlines_ - 1);
+}
+
+size_t GpuView::dirty_lines() const {
+  Lock lock(*this);
+  return nlines_;
 }
 
 }  // namespace hcq::sim

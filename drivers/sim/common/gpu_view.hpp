@@ -11,16 +11,28 @@
 //
 // Cost: one mmap per GPU mapping made or removed; nothing per access (a twin runs at native speed).
 //
+// The GPU's L2 as a write-back cache (when enabled): a kernel's writes reach memory — what the host, the copy and
+// packet engines and other GPUs read — only when a command writes the cache back (QueueHost::caches, kCacheWriteback)
+// or the cache evicts the line, so a missing RELEASE_MEM writeback or NV L2 flush leaves stale data in memory, as on
+// hardware. Kernels of the same GPU see each other's writes at once (one L2 per GPU). How: GPU-writable pages are
+// mapped read-only while clean; a kernel's first write to one faults (GuardedRun's handler calls cache_fill), which
+// snapshots the page and maps a private copy-on-write view of it in its place: the "line". A writeback compares each
+// line with its snapshot and writes only the bytes that changed to memory (so the host's own writes to the rest of
+// the page survive, as a cache's byte masks keep them), then maps the page clean again. Lines are pages; the cache
+// holds kLines of them and evicts the oldest when full. Not modelled: stale clean lines (reads always see memory or
+// the GPU's own dirty lines), so a missing invalidate goes unnoticed.
+//
 // Thread-safe: mappings change under a lock while kernels run on other mappings; a kernel touching memory that is
-// being unmapped faults, as it would on hardware.
+// being unmapped faults, as it would on hardware. The lock is a spin lock because the SIGSEGV handler takes it.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <vector>
 
 namespace hcq::sim {
@@ -72,14 +84,52 @@ class GpuView {
   // The mapping that holds `va`, if the mirror shows one.
   std::optional<Range> find(uint64_t va) const;
 
+  // ---- the write-back cache
+  static constexpr size_t kLines = 4096;  // 16 MiB of 4 KiB lines: a GPU's L2
+  // Turns the cache on (before anything is mapped): from then on a kernel's writes wait in it for a writeback.
+  void enable_cache();
+  bool cache_enabled() const { return cache_; }
+  // For GuardedRun's SIGSEGV handler (async-signal-safe): a kernel's write faulted at mirror address `host`. True
+  // when that was a clean GPU-writable page, now a dirty line the write may retry into; false when the GPU refuses
+  // the write (not mapped, or mapped read-only): the kernel's fault.
+  bool cache_fill(uintptr_t host);
+  // Writes every dirty line's changed bytes to memory; the lines are clean afterwards.
+  void writeback();
+  size_t dirty_lines() const;
+
  private:
+  struct Line {
+    uint64_t va = 0;  // the page
+    int fd = -1;
+    uint64_t offset = 0;  // of the page in fd
+  };
+  class Lock {  // the spin lock, as a guard
+   public:
+    explicit Lock(const GpuView& v) : v_(v) {
+      while (v_.lock_.test_and_set(std::memory_order_acquire)) {
+      }
+    }
+    ~Lock() { v_.lock_.clear(std::memory_order_release); }
+
+   private:
+    const GpuView& v_;
+  };
+
   bool map_locked(const Range& r);
   void unmap_locked(uint64_t va, uint64_t size);
+  const Range* find_locked(uint64_t va) const;
+  void writeback_line_locked(size_t i);  // and drops it (the last line moves into its slot)
+  void writeback_range_locked(uint64_t va, uint64_t size);
+  std::byte* snapshot(size_t i) const { return snapshots_ + i * 4096; }
 
   uint64_t base_ = 0, size_ = 0;
   std::byte* mirror_ = nullptr;
-  mutable std::shared_mutex mu_;
+  mutable std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
   std::map<uint64_t, Range> shown_;  // va -> what the mirror maps there
+  bool cache_ = false;
+  std::array<Line, kLines> lines_{};
+  size_t nlines_ = 0;
+  std::byte* snapshots_ = nullptr;  // kLines pages: each line's bytes when it was filled
 };
 
 }  // namespace hcq::sim

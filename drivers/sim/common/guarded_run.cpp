@@ -72,8 +72,12 @@ void chain(int sig, siginfo_t* info, void* context) {
 
 void on_segv(int sig, siginfo_t* info, void* context) {
   if (GuardedRun* run = t_active) {
-    if (const std::optional<uint64_t> va = run->guest_address(reinterpret_cast<uintptr_t>(info->si_addr))) {
-      run->record(GuestFault{*va, access_of(context)});
+    const auto at = reinterpret_cast<uintptr_t>(info->si_addr);
+    if (const std::optional<uint64_t> va = run->guest_address(at)) {
+      const GuestAccess access = access_of(context);
+      // A write to a clean page the GPU may write: its cache takes the line and the write retries into it.
+      if (access != GuestAccess::read && run->view() && run->view()->cache_fill(at)) return;
+      run->record(GuestFault{*va, access});
       t_active = nullptr;
       siglongjmp(run->jump(), 1);
     }

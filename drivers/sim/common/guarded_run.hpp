@@ -44,7 +44,7 @@ class GuardedRun {
   static constexpr size_t kMaxStandIns = 16;
 
   // `view`: the GPU's mirror (null: stand-ins only).
-  explicit GuardedRun(const GpuView* view) : view_(view) {}
+  explicit GuardedRun(GpuView* view) : view_(view) {}
   ~GuardedRun();  // releases the stand-ins: no pointer stand_in() gave may be used after it
   GuardedRun(const GuardedRun&) = delete;
   GuardedRun& operator=(const GuardedRun&) = delete;
@@ -59,6 +59,7 @@ class GuardedRun {
   // For the signal handler: the GPU VA a host address stands for, if it lies in this run's mirror or stand-ins.
   std::optional<uint64_t> guest_address(uintptr_t host) const;
   void record(GuestFault f) { fault_ = f; }
+  GpuView* view() const { return view_; }
   sigjmp_buf& jump() { return jump_; }
 
  private:
@@ -67,7 +68,7 @@ class GuardedRun {
     uint64_t va = 0;            // the VA its origin (base + kLeadBytes + page offset) stands for
     uintptr_t origin = 0;
   };
-  const GpuView* view_;
+  GpuView* view_;
   std::array<Window, kMaxStandIns> windows_{};
   size_t count_ = 0;
   GuestFault fault_{};

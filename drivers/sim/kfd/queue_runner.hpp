@@ -79,7 +79,7 @@ class QueueHost {
   virtual void caches(uint8_t ops) { (void)ops; }
   // The GPU's mirror of its page tables (sim/common/gpu_view.hpp), where kernels run; null: none (test hosts), then
   // kernels reach memory through translate().
-  virtual const GpuView* view() { return nullptr; }
+  virtual GpuView* view() { return nullptr; }
 };
 
 // Executes one queue. The driver calls doorbell() from the thread that wrote the doorbell (through

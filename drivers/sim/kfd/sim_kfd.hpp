@@ -87,7 +87,7 @@ class SimKfd final : public SimDriver {
   void inject_fault(uint32_t queue_id, uint64_t address, bool memory_fault, const std::string& reason,
                     MemoryFailure failure = MemoryFailure::not_present);
   // GPU `gpu_id`'s mirror of its page tables (gpu_view.hpp), or null for an unknown id.
-  const GpuView* view(uint32_t gpu_id) const;
+  GpuView* view(uint32_t gpu_id) const;
   // Simulates an end-of-pipe interrupt (what an engine reports through QueueHost::interrupt), as the kernel's
   // kfd_signal_event_interrupt handles it: the signal event the context id names, if its event page slot was
   // written; otherwise every signal event whose slot was written (a bad or stale id costs a scan, not an error).

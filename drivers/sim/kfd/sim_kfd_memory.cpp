@@ -164,7 +164,7 @@ int SimKfd::map_memory(void* a, bool map) {
   return 0;
 }
 
-const GpuView* SimKfd::view(uint32_t gpu_id) const {
+GpuView* SimKfd::view(uint32_t gpu_id) const {
   for (const auto& g : gpus_)
     if (g->gpu_id == gpu_id) return g->view.get();
   return nullptr;

@@ -119,7 +119,10 @@ class SimKfd::Host final : public QueueHost {
   void memory_fault(uint64_t address, MemoryFailure failure, const std::string& reason) override {
     kfd_.inject_fault(queue_id_, address, true, reason, failure);
   }
-  const GpuView* view() override { return kfd_.view(gpu_id_); }
+  GpuView* view() override { return kfd_.view(gpu_id_); }
+  void caches(uint8_t ops) override {
+    if (ops & kCacheWriteback) kfd_.view(gpu_id_)->writeback();
+  }
 
  private:
   SimKfd& kfd_;

@@ -101,7 +101,10 @@ class NvChannelHost final : public ChannelHost {
     return ch_.engine_classes;
   }
   void nonstall_interrupt() override { s_.gpus.at(ch_.gpu)->nonstall.fetch_add(1); }
-  const GpuView* view() override { return s_.gpus.at(ch_.gpu)->view.get(); }
+  GpuView* view() override { return s_.gpus.at(ch_.gpu)->view.get(); }
+  void caches(uint8_t ops) override {
+    if (ops & kCacheWriteback) s_.gpus.at(ch_.gpu)->view->writeback();
+  }
   void fault(const ChannelFault& f) override {
     std::lock_guard lock(s_.mu);
     s_.fault_channel_locked(ch_, f);

@@ -70,8 +70,8 @@ using Translate = std::function<std::byte*(uint64_t va, uint64_t size)>;
 
 // What a dispatch reaches GPU memory through.
 struct TwinMemory {
-  Translate translate;            // the kernarg segment, the code check, buffers outside the view
-  const GpuView* view = nullptr;  // the GPU's mirror (null: buffers through translate, unguarded but for stand-ins)
+  Translate translate;      // the kernarg segment, the code check, buffers outside the view
+  GpuView* view = nullptr;  // the GPU's mirror (null: buffers through translate, unguarded but for stand-ins)
 };
 
 // The GPU could not fetch what the dispatch needs, its code or its kernarg segment: not mapped on it, or code
