@@ -15,41 +15,19 @@
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/registry.hpp"
-#include "sim/kfd/sim_amd_device.hpp"
-#include "sim/nv/sim_nv_device.hpp"
+#include "sim_gpus/sim_gpus.hpp"
 
 namespace hcq {
 namespace {
 
-// Thread 0 stores `value` at buf[index]: any distance from the buffer, in 4-byte steps up to 16 GiB.
-constexpr const char* kPoke = R"(
-HCQ_KERNEL(poke_u32, 1, 2) {
-  HCQ_FOR_EACH_THREAD(x, y, z) {
-    (void)y; (void)z;
-    if (HCQ_GLOBAL_ID(0, x) == 0) HCQ_BUF(uint32_t, 0)[HCQ_VAL(0)] = HCQ_VAL(1);
-  }
-}
-)";
-
-struct SimGpu {
-  std::string vendor;  // "SIM-AMD" or "SIM-NV"
-  std::string target;  // gfx1100, hopper, ...
-  std::string name() const { return vendor + ":" + target; }
-};
-
-std::unique_ptr<Device> open_machine(const SimGpu& g, unsigned gpus = 1) {
-  if (g.vendor == "SIM-AMD")
-    return sim::open_sim_amd_gpu(g.name(), g.target, sim::amd_engine::Scheduling::threaded, gpus);
-  return sim::open_sim_nv_gpu(g.name(), g.target, sim::nv_engine::Scheduling::threaded, gpus);
-}
-std::unique_ptr<Device> open_peer(const SimGpu& g, Device& first) {
-  if (g.vendor == "SIM-AMD") return sim::open_sim_amd_peer(g.name() + ":1", first, 1);
-  return sim::open_sim_nv_peer(g.name() + ":1", first, 1);
-}
+using test::kPokeSource;
+using test::open_machine;
+using test::open_peer;
+using test::SimGpu;
 
 // How each backend names the faulting address in its DeviceFault.
 std::string fault_address_text(const SimGpu& g, uint64_t va) {
-  return g.vendor == "SIM-AMD" ? "GPU memory fault at " + hex(va) : "faulting VA " + hex(va);
+  return g.amd() ? "GPU memory fault at " + hex(va) : "faulting VA " + hex(va);
 }
 
 class SimKernelBounds : public ::testing::TestWithParam<SimGpu> {
@@ -76,7 +54,7 @@ class SimKernelBounds : public ::testing::TestWithParam<SimGpu> {
   // Runs poke(buf, index, value) over one workgroup of 64 threads and synchronizes: the DeviceFault's message, or
   // "" when the kernel ran.
   static std::string poke(Device& dev, uint64_t buf, uint64_t byte_offset, uint32_t value) {
-    auto prog = dev.load_program("poke_u32", dev.compiler().compile(kPoke));
+    auto prog = dev.load_program("poke_u32", dev.compiler().compile(kPokeSource));
     auto q = dev.compute_queue();
     LaunchArgs args;
     args.bufs = {Sym(buf)};
@@ -170,13 +148,7 @@ TEST_P(SimKernelBounds, OtherDevicesKeepWorking) {
   cpu.free_memory(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpus, SimKernelBounds,
-                         ::testing::Values(SimGpu{"SIM-AMD", "gfx942"}, SimGpu{"SIM-AMD", "gfx1100"},
-                                           SimGpu{"SIM-AMD", "gfx1201"}, SimGpu{"SIM-NV", "ampere"},
-                                           SimGpu{"SIM-NV", "hopper"}, SimGpu{"SIM-NV", "blackwell"}),
-                         [](const ::testing::TestParamInfo<SimGpu>& i) {
-                           return (i.param.vendor == "SIM-AMD" ? "SIM_AMD_" : "SIM_NV_") + i.param.target;
-                         });
+INSTANTIATE_TEST_SUITE_P(Gpus, SimKernelBounds, test::all_sim_gpus(), test::sim_gpu_test_name);
 
 }  // namespace
 }  // namespace hcq

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <cerrno>
 #include <mutex>
 
 #include "sim/common/gpu_view.hpp"
@@ -75,8 +76,12 @@ void on_segv(int sig, siginfo_t* info, void* context) {
     const auto at = reinterpret_cast<uintptr_t>(info->si_addr);
     if (const std::optional<uint64_t> va = run->guest_address(at)) {
       const GuestAccess access = access_of(context);
-      // A write to a clean page the GPU may write: its cache takes the line and the write retries into it.
-      if (access != GuestAccess::read && run->view() && run->view()->cache_fill(at)) return;
+      // A write to a clean page the GPU may write: its cache takes the line and the write retries into it. (errno is
+      // the interrupted code's: the fill's system calls must not change it.)
+      const int saved_errno = errno;
+      const bool filled = access != GuestAccess::read && run->view() && run->view()->cache_fill(at);
+      errno = saved_errno;
+      if (filled) return;
       run->record(GuestFault{*va, access});
       t_active = nullptr;
       siglongjmp(run->jump(), 1);
