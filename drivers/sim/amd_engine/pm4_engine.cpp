@@ -276,7 +276,8 @@ Pm4Executor::Outcome Pm4Executor::event_write(const Where& at) {
   const uint32_t index = static_cast<uint32_t>(get(field(kEventWrite, "event_index"), p));
   const VgtEvent* e = vgt_event(type);
   if (!e || !e->compute)
-    return fault(at, 0, false, "EVENT_WRITE event_type " + event_text(type) + " is not an event a compute queue executes");
+    return fault(at, 0, false,
+                 "EVENT_WRITE event_type " + event_text(type) + " is not an event a compute queue executes");
   if (e->index == kEventIndexEndOfPipe || e->index == kEventIndexEndOfShader)
     return fault(at, 0, false,
                  "EVENT_WRITE event_type " + event_text(type) +
@@ -286,9 +287,9 @@ Pm4Executor::Outcome Pm4Executor::event_write(const Where& at) {
                  "EVENT_WRITE event_type " + event_text(type) + " with event_index " + std::to_string(index) +
                      ": the event takes event_index " + std::to_string(e->index));
   if (pkt_.size() != 2)
-    return fault(at, 0, false,
-                 "EVENT_WRITE event_type " + event_text(type) +
-                     " of 4 dwords (a sample written to memory) is not simulated");
+    return fault(
+        at, 0, false,
+        "EVENT_WRITE event_type " + event_text(type) + " of 4 dwords (a sample written to memory) is not simulated");
   return Outcome::done;
 }
 

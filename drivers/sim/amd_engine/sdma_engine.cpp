@@ -203,8 +203,8 @@ SdmaProcessor::Outcome SdmaProcessor::poll_regmem(const Where& at) {
 SdmaProcessor::Outcome SdmaProcessor::gcr_req() {
   const std::span<const uint32_t> p = pkt_;
   const Layout& l = *d_.gcr_req;
-  const uint32_t control = static_cast<uint32_t>(get(field(l, "gcr_control_15_0"), p) |
-                                                 (get(field(l, "gcr_control_18_16"), p) << 16));
+  const uint32_t control =
+      static_cast<uint32_t>(get(field(l, "gcr_control_15_0"), p) | (get(field(l, "gcr_control_18_16"), p) << 16));
   const amd::pm4::Dialect& gcr = amd::pm4::kGfx10Plus;
   const uint8_t ops = static_cast<uint8_t>(((control & gcr.acquire_l2_writeback) ? kCacheWriteback : 0) |
                                            ((control & gcr.acquire_l2_invalidate) ? kCacheInvalidate : 0));
