@@ -159,7 +159,7 @@ TEST_P(Pm4CacheCommands, ReleaseMemReservedBitFaults) {
   EXPECT_EQ(host_.cache_ops(), std::vector<uint8_t>{});
 }
 
-TEST_P(Pm4CacheCommands, ReleaseMemGc9BitOnGcrDialectFaults) {
+TEST_P(Pm4CacheCommands, ReleaseMemBitReservedInTheDialectFaults) {
   // Bit 14: reserved on GC 9 (between TC_VOL and TC_WB), GLV_INV on GC 10+. Bit 24: reserved on both.
   if (!gcr()) {
     EXPECT_EQ(fault_of(release_mem(kBottomOfPipe | (1u << 14), kDataVa, 1)),
