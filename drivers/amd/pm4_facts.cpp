@@ -50,15 +50,36 @@ constexpr std::array<std::string_view, 256> make_opcode_index() {
 constexpr std::array<std::string_view, 256> kOpcodeIndex = make_opcode_index();
 
 // ---- enums ----
-constexpr EnumName kEventTypes[] = {{4, "CACHE_FLUSH_TS"},
-                                    {6, "CACHE_FLUSH"},
-                                    {7, "CS_PARTIAL_FLUSH"},
-                                    {20, "CACHE_FLUSH_AND_INV_TS_EVENT"},
-                                    {22, "CACHE_FLUSH_AND_INV_EVENT"},
-                                    {40, "BOTTOM_OF_PIPE_TS"},
-                                    {47, "CS_DONE"},
-                                    {53, "THREAD_TRACE_MARKER"},
-                                    {55, "THREAD_TRACE_FINISH"}};
+// VGT_EVENT_TYPE (gc_9_0_enum.h; the values below keep their names on GC 10-12), with each event's event_index class
+// (see VgtEvent) and whether the compute pipe executes it. Only events hcq meets or a compute queue may send.
+constexpr VgtEvent kVgtEvents[] = {
+    {4, "CACHE_FLUSH_TS", 5, true},
+    {6, "CACHE_FLUSH", 0, false},  // the render backends' colour and depth caches
+    {7, "CS_PARTIAL_FLUSH", 4, true},
+    {15, "VS_PARTIAL_FLUSH", 4, false},
+    {16, "PS_PARTIAL_FLUSH", 4, false},
+    {20, "CACHE_FLUSH_AND_INV_TS_EVENT", 5, true},
+    {22, "CACHE_FLUSH_AND_INV_EVENT", 0, false},
+    {23, "PERFCOUNTER_START", 0, true},
+    {24, "PERFCOUNTER_STOP", 0, true},
+    {25, "PIPELINESTAT_START", 0, true},
+    {26, "PIPELINESTAT_STOP", 0, true},
+    {27, "PERFCOUNTER_SAMPLE", 0, true},
+    {30, "SAMPLE_PIPELINESTAT", 2, true},
+    {40, "BOTTOM_OF_PIPE_TS", 5, true},
+    {47, "CS_DONE", 6, true},
+    {48, "PS_DONE", 6, false},
+    {51, "THREAD_TRACE_START", 0, true},
+    {52, "THREAD_TRACE_STOP", 0, true},
+    {53, "THREAD_TRACE_MARKER", 0, true},
+    {54, "THREAD_TRACE_FLUSH", 0, true},
+    {55, "THREAD_TRACE_FINISH", 0, true},
+};
+constexpr auto kEventTypes = [] {
+  std::array<EnumName, std::size(kVgtEvents)> a{};
+  for (size_t i = 0; i < a.size(); ++i) a[i] = {kVgtEvents[i].type, kVgtEvents[i].name};
+  return a;
+}();
 constexpr EnumName kReleaseEventIndex[] = {{5, "event_index__mec_release_mem__end_of_pipe"},
                                            {6, "event_index__mec_release_mem__shader_done"}};
 constexpr EnumName kDstSel[] = {{0, "dst_sel__mec_release_mem__memory_controller"},
@@ -140,12 +161,14 @@ constexpr Field kReleaseMem10[] = {
     {"GCR_GL1_INV", 1, 15, 1},  {"GCR_GL2_US", 1, 16, 1},   {"GCR_GL2_RANGE", 1, 17, 2},
     {"GCR_GL2_DISCARD", 1, 19, 1}, {"GCR_GL2_INV", 1, 20, 1}, {"GCR_GL2_WB", 1, 21, 1},
     {"GCR_SEQ", 1, 22, 2},      {"cache_policy", 1, 25, 2}, {"execute", 1, 28, 1},
+    {"PWS_ENABLE", 1, 31, 1},  // GC 11+ (the graphics ME's pixel-wait-sync); reserved on GC 10
     HCQ_RELEASE_MEM_TAIL};
 constexpr Field kReleaseMem9[] = {
     {"event_type", 1, 0, 6, kEventTypes}, {"event_index", 1, 8, 4, kReleaseEventIndex},
     {"EOP_TCL1_VOL_ACTION_EN", 1, 12, 1}, {"EOP_TC_VOL_ACTION_EN", 1, 13, 1}, {"EOP_TC_WB_ACTION_EN", 1, 15, 1},
     {"EOP_TCL1_ACTION_EN", 1, 16, 1},     {"EOP_TC_ACTION_EN", 1, 17, 1},     {"EOP_TC_NC_ACTION_EN", 1, 19, 1},
-    {"EOP_TC_MD_ACTION_EN", 1, 21, 1},    {"cache_policy", 1, 25, 2},         {"execute", 1, 28, 1},
+    {"EOP_TC_WC_ACTION_EN", 1, 20, 1},    {"EOP_TC_MD_ACTION_EN", 1, 21, 1},  {"cache_policy", 1, 25, 2},
+    {"execute", 1, 28, 1},
     HCQ_RELEASE_MEM_TAIL};
 #undef HCQ_RELEASE_MEM_TAIL
 
@@ -179,9 +202,30 @@ constexpr Layout kAcquireMem9Layout{"ACQUIRE_MEM", 7, kAcquireMem9};
 
 constexpr uint32_t bit(const Layout& l, std::string_view name) { return l.find(name)->place(1); }
 
+// The one-bit fields of dword `dword` of `l`, as a mask.
+constexpr uint32_t single_bits(const Layout& l, uint8_t dword) {
+  uint32_t m = 0;
+  for (const Field& f : l.fields)
+    if (f.dword == dword && f.width == 1) m |= static_cast<uint32_t>(f.place(1));
+  return m;
+}
+// The bits of dword `dword` that no field of `l` covers.
+constexpr uint32_t undefined_bits(const Layout& l, uint8_t dword) {
+  uint32_t defined = 0;
+  for (const Field& f : l.fields)
+    if (f.dword == dword && !f.is64()) defined |= static_cast<uint32_t>(f.place(f.mask()));
+  return ~defined;
+}
+
 }  // namespace
 
 std::string_view opcode_name(uint32_t opcode) { return opcode < 256 ? kOpcodeIndex[opcode] : std::string_view{}; }
+
+const VgtEvent* vgt_event(uint32_t type) {
+  for (const VgtEvent& e : kVgtEvents)
+    if (e.type == type) return &e;
+  return nullptr;
+}
 
 const Layout kWaitRegMemMem{"WAIT_REG_MEM", 7, kWaitMemFields};
 const Layout kWaitRegMemReg{"WAIT_REG_MEM", 7, kWaitRegFields};
@@ -213,6 +257,14 @@ const Dialect kGfx10Plus{
     bit(kAcquireMem10Layout, "GLM_WB") | bit(kAcquireMem10Layout, "GLM_INV") | bit(kAcquireMem10Layout, "GLK_WB") |
         bit(kAcquireMem10Layout, "GLK_INV") | bit(kAcquireMem10Layout, "GLV_INV") | bit(kAcquireMem10Layout, "GL1_INV"),
     0,
+    bit(kReleaseMem10Layout, "GCR_GL2_WB"),
+    bit(kReleaseMem10Layout, "GCR_GL2_INV"),
+    bit(kAcquireMem10Layout, "GL2_WB"),
+    bit(kAcquireMem10Layout, "GL2_INV"),
+    undefined_bits(kReleaseMem10Layout, 1),
+    ~static_cast<uint32_t>(kAcquireMem10Layout.find("gcr_cntl")->place(kAcquireMem10Layout.find("gcr_cntl")->mask())),
+    // GC 9's CP_COHER_CNTL cache actions, which GC 10+ took into GCR_CNTL.
+    single_bits(kAcquireMem9Layout, 1),
 };
 const Dialect kGfx9{
     "gfx9",
@@ -226,6 +278,15 @@ const Dialect kGfx9{
         bit(kAcquireMem9Layout, "TC_WB_ACTION_ENA"),
     bit(kAcquireMem9Layout, "SH_KCACHE_ACTION_ENA") | bit(kAcquireMem9Layout, "TCL1_ACTION_ENA"),
     0xa,
+    // The TC (L2) actions (Mesa's GC 9 cache flush): TC_WB writes back; TC invalidates, and every L2 invalidate also
+    // writes back first.
+    bit(kReleaseMem9Layout, "EOP_TC_WB_ACTION_EN") | bit(kReleaseMem9Layout, "EOP_TC_ACTION_EN"),
+    bit(kReleaseMem9Layout, "EOP_TC_ACTION_EN"),
+    bit(kAcquireMem9Layout, "TC_WB_ACTION_ENA") | bit(kAcquireMem9Layout, "TC_ACTION_ENA"),
+    bit(kAcquireMem9Layout, "TC_ACTION_ENA"),
+    undefined_bits(kReleaseMem9Layout, 1),
+    0,
+    0,
 };
 
 }  // namespace hcq::amd::pm4

@@ -51,7 +51,22 @@ std::string_view opcode_name(uint32_t opcode);
 // VGT_EVENT_TYPE values used by compute queues.
 enum EventType : uint8_t { CS_PARTIAL_FLUSH = 7, CACHE_FLUSH_AND_INV_TS_EVENT = 20, BOTTOM_OF_PIPE_TS = 40 };
 inline constexpr uint32_t kEventIndexEndOfPipe = 5;     // event_index__mec_release_mem__end_of_pipe
+inline constexpr uint32_t kEventIndexEndOfShader = 6;   // event_index__mec_release_mem__shader_done
 inline constexpr uint32_t kEventIndexPartialFlush = 4;  // EVENT_WRITE index for CS_PARTIAL_FLUSH (nvd.h comment)
+
+// A VGT_EVENT_TYPE as the CP takes it. Every event travels with one event_index, its class (Mesa sid.h EVENT_INDEX:
+// 0 any other event, 1 ZPASS_DONE / PIXEL_PIPE_STAT_*, 2 SAMPLE_PIPELINESTAT, 3 SAMPLE_STREAMOUTSTATS*,
+// 4 *S_PARTIAL_FLUSH, 5 end-of-pipe timestamp events, 6 end-of-shader events). Classes 5 and 6 are released with
+// RELEASE_MEM on a compute queue; the rest with EVENT_WRITE. `compute`: the compute pipe (MEC) has the block the event
+// acts on (graphics-only events name the render backends, the geometry pipe or the pixel pipe).
+struct VgtEvent {
+  uint8_t type;
+  std::string_view name;
+  uint8_t index;
+  bool compute;
+};
+// The event with that VGT_EVENT_TYPE value, or nullptr for a value hcq's table does not name.
+const VgtEvent* vgt_event(uint32_t type);
 enum DataSel : uint8_t { DATA_NONE = 0, DATA_32_LOW = 1, DATA_64 = 2, DATA_GPU_CLOCK = 3 };
 enum IntSel : uint8_t { INT_NONE = 0, INT_AFTER_WRITE_CONFIRM = 2 };
 enum WaitFunction : uint8_t { FN_ALWAYS = 0, FN_LT = 1, FN_LE = 2, FN_EQ = 3, FN_NE = 4, FN_GE = 5, FN_GT = 6 };
@@ -81,6 +96,17 @@ struct Dialect {
   uint32_t acquire_all;
   uint32_t acquire_exec;
   uint32_t acquire_poll_interval;
+  // Cache control as the CP decodes it. RELEASE_MEM dword 1 and the ACQUIRE_MEM control dword (GCR_CNTL on GC 10+,
+  // CP_COHER_CNTL on GC 9): any of the *_l2_writeback bits writes the L2's dirty lines back to memory, any of the
+  // *_l2_invalidate bits drops the L2's lines. The near caches (GL0/GL1/K$ on GC 10+, TCL1/K$ on GC 9) are not in
+  // these masks: the L2 is where memory written by the host and by other engines is seen or missed.
+  uint32_t release_l2_writeback, release_l2_invalidate;
+  uint32_t acquire_l2_writeback, acquire_l2_invalidate;
+  // RELEASE_MEM dword 1 and GCR_CNTL bits no field of the dialect defines (0: not checked).
+  uint32_t release_reserved, acquire_gcr_reserved;
+  // ACQUIRE_MEM dword 1 bits that are the other dialect's cache actions: GC 10+ moved the CP_COHER_CNTL TC/TCL1/K$/I$
+  // actions of GC 9 into GCR_CNTL, so on GC 10+ they ask for an action the CP no longer has.
+  uint32_t acquire_coher_foreign;
 };
 extern const Dialect kGfx9;
 extern const Dialect kGfx10Plus;

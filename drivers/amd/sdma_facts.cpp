@@ -90,6 +90,17 @@ constexpr Field kTimestamp6[] = {kSubOpTs,
                                  {"cpv", 0, 28, 1},
                                  {"write_addr", 1, 0, 64}};
 
+// GCR_REQ (sdma_v5_2_pkt_open.h, sdma_v6_0_0_pkt_open.h: SDMA_PKT_GCR_REQ): the addresses are 128-byte aligned
+// (bits 47:7), the 19-bit GCR control is split as bits 15:0 in dword 2 and 18:16 in dword 3.
+constexpr Field kGcrReq[] = {kSubOp,
+                             {"base_va_31_7", 1, 7, 25},
+                             {"base_va_47_32", 2, 0, 16},
+                             {"gcr_control_15_0", 2, 16, 16},
+                             {"gcr_control_18_16", 3, 0, 3},
+                             {"limit_va_31_7", 3, 7, 25},
+                             {"limit_va_47_32", 4, 0, 16},
+                             {"vmid", 4, 24, 4}};
+
 constexpr Layout kNop4L{"NOP", 0, kNop4};
 constexpr Layout kCopy4L{"COPY_LINEAR", 7, kCopy4};
 constexpr Layout kWrite4L{"WRITE_LINEAR", 0, kWrite4};
@@ -102,6 +113,7 @@ constexpr Layout kCopy6L{"COPY_LINEAR", 7, kCopy6};
 constexpr Layout kFence6L{"FENCE", 4, kFence6};
 constexpr Layout kPoll6L{"POLL_REGMEM", 6, kPoll6};
 constexpr Layout kTimestamp6L{"TIMESTAMP", 3, kTimestamp6};
+constexpr Layout kGcrReqL{"GCR_REQ", 5, kGcrReq};
 
 }  // namespace
 
@@ -111,11 +123,11 @@ std::string_view op_name(uint32_t op) {
   return {};
 }
 
-const Dialect kSdma4{"sdma4", &kNop4L, &kCopy4L, &kWrite4L, &kFence4L, &kTrapL, &kPoll4L, &kTimestamp4L,
-                     &kIndirectL, uint64_t{1} << 22, 0};
-const Dialect kSdma6{"sdma6", &kNop4L, &kCopy6L, &kWrite4L, &kFence6L, &kTrapL, &kPoll6L, &kTimestamp6L,
-                     &kIndirectL, uint64_t{1} << 30, 3};
-const Dialect kSdma7{"sdma7", &kNop4L, &kCopy6L, &kWrite4L, &kFence6L, &kTrapL, &kPoll6L, &kTimestamp6L,
-                     &kIndirectL, uint64_t{1} << 30, 3};
+const Dialect kSdma4{"sdma4",      &kNop4L,  &kCopy4L, &kWrite4L,          &kFence4L, &kTrapL, &kPoll4L,
+                     &kTimestamp4L, &kIndirectL, nullptr, uint64_t{1} << 22, 0};
+const Dialect kSdma6{"sdma6",      &kNop4L,  &kCopy6L,  &kWrite4L,          &kFence6L, &kTrapL, &kPoll6L,
+                     &kTimestamp6L, &kIndirectL, &kGcrReqL, uint64_t{1} << 30, 3};
+const Dialect kSdma7{"sdma7",      &kNop4L,  &kCopy6L,  &kWrite4L,          &kFence6L, &kTrapL, &kPoll6L,
+                     &kTimestamp6L, &kIndirectL, &kGcrReqL, uint64_t{1} << 30, 3};
 
 }  // namespace hcq::amd::sdma

@@ -40,6 +40,11 @@ enum SubOp : uint8_t {
   SUBOP_TIMESTAMP_GET_GLOBAL = 2,
 };
 inline constexpr uint32_t kPollFuncGe = 5;  // same encoding as PM4 WAIT_REG_MEM's function
+// POLL_REGMEM retry_count: the engine re-polls this many times after the first failed poll, then raises its
+// POLL_TIMEOUT interrupt (SDMA*_SRCID__SDMA_POLL_TIMEOUT, "SRBM read poll timeout"; amdgpu only logs it: "Polling
+// register/memory timeout executing POLL_REG/MEM with finite timer") and goes on with the next packet. The largest
+// value polls until the condition holds (Linux and tinygrad always send it).
+inline constexpr uint32_t kPollRetryForever = 0xfff;
 
 // Name of an op (SDMA_OP_* without the prefix), or empty.
 std::string_view op_name(uint32_t op);
@@ -54,6 +59,9 @@ struct Dialect {
   const Layout* poll_regmem;
   const Layout* timestamp;  // SET / GET / GET_GLOBAL share the 3-dword shape
   const Layout* indirect;
+  // GCR_REQ (SDMA 5.2 on): a cache request over [base, limit) with a GCR_CNTL value in two pieces, whose bits are
+  // the PM4 GCR_CNTL's (pm4_facts.hpp, kGfx10Plus). nullptr where the engine has no such packet (SDMA 4).
+  const Layout* gcr_req;
   uint64_t max_copy_bytes;  // COPY_LINEAR count is bytes - 1 in a field of this many values
   uint32_t fence_mtype;     // FENCE header mtype (3 = uncached) where the header has the field, else 0
 };

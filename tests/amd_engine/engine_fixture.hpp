@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,7 +23,13 @@ namespace hcq::sim::amd_engine::testing {
 // Test memory (map, unmap, get, set, write, must) comes from TestRegions.
 class TestHost final : public QueueHost, public sim::test::TestRegions {
  public:
-  std::byte* translate(uint64_t va, uint64_t size) override { return TestRegions::translate(va, size); }
+  std::byte* translate(uint64_t va, uint64_t size) override {
+    if (va == watch_va_.load()) watched_.fetch_add(1);
+    return TestRegions::translate(va, size);
+  }
+  // Counts the engine's accesses that start at `va` (a poll's reads).
+  void watch(uint64_t va) { watch_va_.store(va); }
+  int watched() const { return watched_.load(); }
   uint64_t gpu_clock() override { return tick(); }
   void interrupt(uint32_t context_id) override {
     std::lock_guard<std::mutex> lk(mu_);
@@ -30,6 +38,18 @@ class TestHost final : public QueueHost, public sim::test::TestRegions {
   void fault(uint64_t address, bool is_memory_fault, const std::string& reason) override {
     std::lock_guard<std::mutex> lk(mu_);
     faults_.push_back({address, is_memory_fault, reason});
+  }
+  // Records each cache action in order; `on_caches`, when set, runs at the call (on the engine's thread) so a test
+  // can look at memory as it stands at that moment.
+  void caches(uint8_t ops) override {
+    if (on_caches) on_caches(ops);
+    std::lock_guard<std::mutex> lk(mu_);
+    caches_.push_back(ops);
+  }
+  std::function<void(uint8_t)> on_caches;
+  std::vector<uint8_t> cache_ops() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return caches_;
   }
 
   struct Fault {
@@ -48,6 +68,9 @@ class TestHost final : public QueueHost, public sim::test::TestRegions {
 
  private:
   std::mutex mu_;
+  std::atomic<uint64_t> watch_va_{~uint64_t{0}};
+  std::atomic<int> watched_{0};
+  std::vector<uint8_t> caches_;
   std::vector<uint32_t> interrupts_;
   std::vector<Fault> faults_;
 };

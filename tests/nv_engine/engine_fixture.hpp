@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,18 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
     faults_.push_back(f);
   }
   bool stopped_by_group(ChannelFault&) override { return false; }  // one channel, no group
+  // Records each cache action in order; `on_caches`, when set, runs at the call (on the engine's thread) so a test
+  // can look at memory as it stands at that moment.
+  void caches(uint8_t ops) override {
+    if (on_caches) on_caches(ops);
+    std::lock_guard<std::mutex> lk(mu_);
+    caches_.push_back(ops);
+  }
+  std::function<void(uint8_t)> on_caches;
+  std::vector<uint8_t> cache_ops() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return caches_;
+  }
 
   void allow_classes(std::vector<uint32_t> c) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -51,6 +64,7 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
 
  private:
   std::mutex mu_;
+  std::vector<uint8_t> caches_;
   std::atomic<int> interrupts_{0};
   std::vector<uint32_t> classes_;
   std::vector<ChannelFault> faults_;

@@ -130,6 +130,36 @@ TEST_P(NvEngineLaunch, KernelRunsAsItsTwinAndReleases) {
   EXPECT_EQ(host_.get<uint64_t>(kDataVa + 0x80), 11u) << "the host signal after the launch";
 }
 
+// The cache actions of a launch as drivers/nv builds it: the memory barrier and the QMD's own data-cache invalidate
+// before the grid; the release's FE_SYSMEMBAR after it, before the release's payload lands (so the host, which sees
+// the payload, sees the grid's writes); the host's semaphore release after it asks for none.
+TEST_P(NvEngineLaunch, LaunchInvalidatesBeforeAndReleaseWritesBackAfter) {
+  std::vector<std::string> events;
+  host_.on_caches = [&](uint8_t ops) {
+    events.push_back(std::string(ops == kCacheWriteback ? "writeback" : "invalidate") + " (out[0] " +
+                     std::to_string(host_.get<uint32_t>(kOutVa)) + ", release " +
+                     std::to_string(host_.get<uint64_t>(kDataVa)) + ")");
+  };
+  std::vector<uint32_t> q = qmd(kOutVa, kInVa, 0);
+  nv::QmdBuilder(*arch_).release(q, 0, kDataVa, 7);
+  put(kQmdVa, q);
+  ch_->submit(launch_push(kQmdVa));
+  ASSERT_EQ(ch_->settle(), RunnerState::idle) << ch_->runner().describe();
+  EXPECT_EQ(events, (std::vector<std::string>{"invalidate (out[0] 0, release 0)", "invalidate (out[0] 0, release 0)",
+                                              "writeback (out[0] 1, release 0)"}));
+  EXPECT_EQ(host_.get<uint64_t>(kDataVa), 7u);
+}
+
+TEST_P(NvEngineLaunch, ReleaseWithoutTheMembarWritesNothingBack) {
+  std::vector<uint32_t> q = qmd(kOutVa, kInVa, 0);
+  nv::QmdBuilder(*arch_).release(q, 0, kDataVa, 7);
+  nv::qmd::set(q, *nv::qmd::layout(arch_->qmd_version).roles.release[0].membar_type, 0);  // FE_NONE
+  put(kQmdVa, q);
+  ch_->submit(launch_push(kQmdVa));
+  ASSERT_EQ(ch_->settle(), RunnerState::idle) << ch_->runner().describe();
+  EXPECT_EQ(host_.cache_ops(), (std::vector<uint8_t>{kCacheInvalidate, kCacheInvalidate}));
+}
+
 TEST_P(NvEngineLaunch, ChainedQmdRunsAfterItsParent) {
   std::vector<uint32_t> first = qmd(kOutVa, kInVa, 0);
   std::vector<uint32_t> second = qmd(kOut2Va, kOutVa, 1);  // reads what the first wrote

@@ -76,17 +76,48 @@ constexpr std::array<EnumName, 2> kDisEn{{{0, "DIS"}, {1, "EN"}}};
 constexpr std::array<EnumName, 1> kEngineSw{{{0x1f, "SW"}}};
 constexpr std::array<BitField, 2> kHostSetObject{{{"NVCLASS", 0, 16}, {"ENGINE", 16, 5, kEngineSw}}};
 constexpr std::array<BitField, 1> kHandle{{{"HANDLE", 0, 32}}};
+constexpr std::array<EnumName, 3> kTlbInvalScope{{{0, "ALL_TLBS"}, {1, "LINK_TLBS"}, {2, "NON_LINK_TLBS"}}};
+// MEM_OP_A..C carry a TLB invalidate's parameters (the TLB_INVALIDATE_* fields) or, for MEMBAR, MEMBAR_TYPE; the
+// fields of the two uses overlap in MEM_OP_C, and MEM_OP_D's OPERATION says which apply: the method table keeps the
+// MEMBAR reading, mem_op_c_tlb_invalidate() the other. Values the header marks reserved (INVAL_SCOPE_RSVRVD 3,
+// ACCESS_TYPE_VIRT_RSVRVD 3) are left out of the enums, so they read as undefined.
+constexpr std::array<BitField, 2> kMemOpA{
+    {{"TLB_INVALIDATE_INVAL_SCOPE", 6, 2, kTlbInvalScope}, {"TLB_INVALIDATE_SYSMEMBAR", 11, 1, kDisEn}}};
 constexpr std::array<EnumName, 2> kMembarType{{{0, "SYS_MEMBAR"}, {1, "MEMBAR"}}};
+constexpr std::array<EnumName, 6> kTlbReplay{{{0, "NONE"},
+                                              {1, "START"},
+                                              {2, "START_ACK_ALL"},
+                                              {3, "CANCEL_TARGETED"},
+                                              {4, "CANCEL_GLOBAL"},
+                                              {5, "CANCEL_VA_GLOBAL"}}};
+constexpr std::array<EnumName, 3> kTlbAckType{{{0, "NONE"}, {1, "GLOBALLY"}, {2, "INTRANODE"}}};
+constexpr std::array<EnumName, 7> kTlbAccessType{{{0, "VIRT_READ"},
+                                                  {1, "VIRT_WRITE"},
+                                                  {2, "VIRT_ATOMIC_STRONG"},
+                                                  {4, "VIRT_ATOMIC_WEAK"},
+                                                  {5, "VIRT_ATOMIC_ALL"},
+                                                  {6, "VIRT_WRITE_AND_ATOMIC"},
+                                                  {7, "VIRT_ALL"}}};
+constexpr std::array<EnumName, 3> kTlbAperture{
+    {{0, "VID_MEM"}, {2, "SYS_MEM_COHERENT"}, {3, "SYS_MEM_NONCOHERENT"}}};
 constexpr std::array<BitField, 1> kMemOpC{{{"MEMBAR_TYPE", 0, 3, kMembarType}}};
-constexpr std::array<EnumName, 8> kMemOpDOperation{{{0x05, "MEMBAR"},
+constexpr std::array<BitField, 4> kMemOpCTlb{{{"TLB_INVALIDATE_REPLAY", 2, 3, kTlbReplay},
+                                              {"TLB_INVALIDATE_ACK_TYPE", 5, 2, kTlbAckType},
+                                              {"TLB_INVALIDATE_ACCESS_TYPE", 7, 3, kTlbAccessType},
+                                              {"TLB_INVALIDATE_PDB_APERTURE", 10, 2, kTlbAperture}}};
+constexpr std::array<EnumName, 9> kMemOpDOperation{{{0x05, "MEMBAR"},
                                                     {0x09, "MMU_TLB_INVALIDATE"},
                                                     {0x0a, "MMU_TLB_INVALIDATE_TARGETED"},
                                                     {0x0d, "L2_PEERMEM_INVALIDATE"},
                                                     {0x0e, "L2_SYSMEM_INVALIDATE"},
                                                     {0x0f, "L2_CLEAN_COMPTAGS"},
                                                     {0x10, "L2_FLUSH_DIRTY"},
-                                                    {0x15, "L2_WAIT_FOR_SYS_PENDING_READS"}}};
+                                                    {0x15, "L2_WAIT_FOR_SYS_PENDING_READS"},
+                                                    {0x16, "ACCESS_COUNTER_CLR"}}};
+// NVC96F adds the invalidate of non-coherent system memory lines (clc96f.h).
+constexpr auto kMemOpDOperationBlackwell = derive<10>(kMemOpDOperation, {{0x11, "L2_SYSMEM_NCOH_INVALIDATE"}});
 constexpr std::array<BitField, 1> kMemOpD{{{"OPERATION", 27, 5, kMemOpDOperation}}};
+constexpr std::array<BitField, 1> kMemOpDBlackwell{{{"OPERATION", 27, 5, kMemOpDOperationBlackwell}}};
 constexpr std::array<BitField, 1> kSemAddrLo{{{"OFFSET", 2, 30}}};
 constexpr std::array<BitField, 1> kSemAddrHi8{{{"OFFSET", 0, 8}}};     // Ampere: 40-bit semaphore addresses
 constexpr std::array<BitField, 1> kSemAddrHi25{{{"OFFSET", 0, 25}}};   // Hopper on: 57-bit
@@ -123,14 +154,15 @@ constexpr std::array<BitField, 1> kWfi{{{"SCOPE", 0, 1, kWfiScope}}};
 // taken from clc56f.h for them: host methods keep their offsets across generations (tinygrad emits the NVC56F names
 // on every NVIDIA GPU it drives) and a stream that uses them must stay decodable.
 template <size_t N>
-constexpr std::array<Method, 13> host_table(const std::array<BitField, N>& sem_addr_hi) {
+constexpr std::array<Method, 13> host_table(const std::array<BitField, N>& sem_addr_hi,
+                                            std::span<const BitField> mem_op_d = kMemOpD) {
   return {{{"SET_OBJECT", 0x00, kHostSetObject},
            {"NOP", 0x08, kHandle},
            {"NON_STALL_INTERRUPT", 0x20, kHandle},
-           {"MEM_OP_A", 0x28},
+           {"MEM_OP_A", 0x28, kMemOpA},
            {"MEM_OP_B", 0x2c},
            {"MEM_OP_C", 0x30, kMemOpC},
-           {"MEM_OP_D", 0x34, kMemOpD},
+           {"MEM_OP_D", 0x34, mem_op_d},
            {"SEM_ADDR_LO", 0x5c, kSemAddrLo},
            {"SEM_ADDR_HI", 0x60, sem_addr_hi},
            {"SEM_PAYLOAD_LO", 0x64, kPayload},
@@ -140,6 +172,7 @@ constexpr std::array<Method, 13> host_table(const std::array<BitField, N>& sem_a
 }
 constexpr auto kHostAmpere = host_table(kSemAddrHi8);
 constexpr auto kHostHopper = host_table(kSemAddrHi25);
+constexpr auto kHostBlackwell = host_table(kSemAddrHi25, kMemOpDBlackwell);
 
 // ================= Compute (open-gpu-doc classes/compute/clc6c0.h, clc7c0.h, clc9c0.h, clcbc0.h, clcdc0.h, clcec0.h)
 constexpr std::array<BitField, 1> kV{{{"V", 0, 32}}};
@@ -345,8 +378,8 @@ constexpr auto kCopyBlackwellB = copy_methods(kUpper25, kLaunchDmaBlackwellB);
 constexpr ClassMethods kClasses[] = {
     {0xc56f, "NVC56F", "AMPERE_CHANNEL_GPFIFO_A", ClassKind::host, kHostAmpere},
     {0xc86f, "NVC86F", "HOPPER_CHANNEL_GPFIFO_A", ClassKind::host, kHostHopper},
-    {0xc96f, "NVC96F", "BLACKWELL_CHANNEL_GPFIFO_A", ClassKind::host, kHostHopper},
-    {0xca6f, "NVCA6F", "BLACKWELL_CHANNEL_GPFIFO_B", ClassKind::host, kHostHopper},
+    {0xc96f, "NVC96F", "BLACKWELL_CHANNEL_GPFIFO_A", ClassKind::host, kHostBlackwell},
+    {0xca6f, "NVCA6F", "BLACKWELL_CHANNEL_GPFIFO_B", ClassKind::host, kHostBlackwell},
     {0xc6c0, "NVC6C0", "AMPERE_COMPUTE_A", ClassKind::compute, kComputeAmpere},
     // NVC7C0 (GA10x) has NVC9C0's methods for every method listed here (clc7c0.h; it also has MME methods hcq
     // does not use).
@@ -376,6 +409,8 @@ const ClassMethods* find_class(uint32_t class_id) {
 }
 
 std::span<const ClassMethods* const> all_classes() { return kClassPtrs; }
+
+std::span<const BitField> mem_op_c_tlb_invalidate() { return kMemOpCTlb; }
 
 bool copy_releases_semaphore64(const ClassMethods& copy) {
   return copy.find("SET_SEMAPHORE_PAYLOAD_UPPER") != nullptr;

@@ -59,5 +59,8 @@ std::span<const ClassMethods* const> all_classes();
 // Whether a copy class releases 64-bit semaphores of its own: it has SET_SEMAPHORE_PAYLOAD_UPPER (NVC6B5, the A100's,
 // does not; there the host's release on the copy channel stands in).
 bool copy_releases_semaphore64(const ClassMethods& copy);
+// MEM_OP_C's fields when MEM_OP_D's OPERATION is a TLB invalidate (clc56f.h MEM_OP_C_TLB_INVALIDATE_*, the same in
+// every host class hcq knows). They overlap MEMBAR_TYPE, which the method table holds.
+std::span<const BitField> mem_op_c_tlb_invalidate();
 
 }  // namespace hcq::nv

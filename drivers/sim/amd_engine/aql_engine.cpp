@@ -1,6 +1,8 @@
 // The AQL packet processor of a compute queue (the CP firmware's HSA mode). A slot is processed once its header's
 // type is no longer INVALID (the header store is the publication), in order; afterwards the header is set back to
-// INVALID and the read index advances. Completion signals are decremented as HSA specifies.
+// INVALID and the read index advances. Completion signals are decremented as HSA specifies. The header's fences are
+// cache actions: a system-scope acquire invalidates the GPU's caches before the packet's work, a system-scope release
+// writes them back before the completion signal (QueueHost::caches).
 #include "amd/aql_facts.hpp"
 #include "amd/encode.hpp"
 #include "amd/pm4_facts.hpp"
@@ -36,6 +38,10 @@ class AqlProcessor final : public Processor {
   std::string scratch_error(const DispatchInfo& d, const amd::KernelDescriptor& desc);
   // Completion signal, header back to INVALID, read index + 1.
   bool finish(const Where& at);
+  // The header's acquire fence, applied when the packet starts its work (a barrier: once its dependencies are met).
+  void acquire() {
+    if (kAcquireScope.get(pkt_[0]) == SCOPE_SYSTEM) ctx_.host().caches(kCacheInvalidate);
+  }
   Outcome fault(const Where& at, uint64_t address, bool memory, std::string reason) {
     ctx_.fault(at, pkt_, address, memory, std::move(reason));
     return Outcome::fault;
@@ -84,6 +90,12 @@ Step AqlProcessor::run(size_t budget) {
       return Step::waiting;
     }
     if (!ctx_.read_words(va, pkt_, kPacketWords)) return ctx_.fault(at, {}, va, true, "ring not mapped");
+    // HSA defines fence scopes NONE, AGENT and SYSTEM; the packet processor rejects the fourth encoding.
+    for (const Field* f : {&kAcquireScope, &kReleaseScope})
+      if (f->get(header) > SCOPE_SYSTEM)
+        return ctx_.fault(at, std::span<const uint32_t>(pkt_, 1), 0, false,
+                          std::string(type_name(type).empty() ? "AQL packet" : type_name(type)) + " " +
+                              std::string(f->name) + " " + std::to_string(f->get(header)) + " is undefined");
     Outcome o = Outcome::fault;
     switch (type) {
       case KERNEL_DISPATCH: o = dispatch(at, va); break;
@@ -112,6 +124,10 @@ bool AqlProcessor::finish(const Where& at) {
   const Layout& l = kType.get(pkt_[0]) == KERNEL_DISPATCH ? kKernelDispatch
                     : kType.get(pkt_[0]) == BARRIER_AND   ? kBarrierAnd
                                                           : kVendorPm4Ib;
+  // The release fence, before the completion signal: at system scope the packet's writes reach memory (the L2 is
+  // written back) so that the host, which sees the signal, sees them too. Agent scope orders them for this GPU only,
+  // whose L2 already holds them: no cache action (HSA: agent scope is visible to the agent's own work-items only).
+  if (kReleaseScope.get(pkt_[0]) == SCOPE_SYSTEM) ctx_.host().caches(kCacheWriteback);
   const uint64_t sig = get(field(l, "completion_signal"), pkt_);
   if (sig) {
     std::byte* v = ctx_.ptr(sig + kSignalValueOffset, 8);
@@ -178,8 +194,12 @@ AqlProcessor::Outcome AqlProcessor::dispatch(const Where& at, uint64_t packet_va
   d.rsrc2 = desc.compute_pgm_rsrc2;
   d.rsrc3 = desc.compute_pgm_rsrc3;
   d.wave32 = (desc.kernel_code_properties & amd::KernelDescriptor::kWavefrontSize32) != 0;
-  if (items == 0) return Outcome::done;
+  if (items == 0) {
+    acquire();  // an empty grid runs no work, but its fences are still the packet's
+    return Outcome::done;
+  }
   if (const std::string why = scratch_error(d, desc); !why.empty()) return fault(at, 0, false, why);
+  acquire();
   const QueueContext::DispatchError err = ctx_.run_dispatch(d);
   if (err.failed())
     return fault(at, err.memory ? err.address : d.code_addr, err.memory,
@@ -246,6 +266,7 @@ AqlProcessor::Outcome AqlProcessor::barrier_and(const Where& at) {
       return Outcome::wait;
     }
   }
+  acquire();
   return Outcome::done;
 }
 
@@ -266,6 +287,7 @@ AqlProcessor::Outcome AqlProcessor::vendor(const Where& at) {
   if (!ctx_.ptr(base, uint64_t{size} * 4))
     return fault(at, base, true,
                  "AQL PM4-IB of " + std::to_string(size) + " dwords at " + hex(base) + " is not mapped");
+  acquire();
   pm4_.begin_ib(base, size, at);
   return Outcome::ib;
 }

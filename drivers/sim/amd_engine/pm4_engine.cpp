@@ -225,13 +225,11 @@ Pm4Executor::Outcome Pm4Executor::exec(const Where& at) {
       if (!expect(t_.pm4->release_mem->words)) return bad_len(std::to_string(t_.pm4->release_mem->words));
       return release_mem(at);
     case ACQUIRE_MEM:
-      // Cache maintenance: the simulated GPU's memory is coherent, so there is nothing to write back or invalidate.
       if (!expect(t_.pm4->acquire_mem->words)) return bad_len(std::to_string(t_.pm4->acquire_mem->words));
-      return Outcome::done;
+      return acquire_mem(at);
     case EVENT_WRITE:
-      // CS_PARTIAL_FLUSH and cache events: dispatches complete before the next packet runs, so nothing waits.
       if (!expect(2) && !expect(4)) return bad_len("2 or 4");
-      return Outcome::done;
+      return event_write(at);
     case WAIT_REG_MEM:
       if (!expect(kWaitRegMemMem.words)) return bad_len(std::to_string(kWaitRegMemMem.words));
       return wait_reg_mem(at);
@@ -255,21 +253,116 @@ Pm4Executor::Outcome Pm4Executor::exec(const Where& at) {
   }
 }
 
+namespace {
+// "7 (CS_PARTIAL_FLUSH)", or "63" for a value the event table does not name.
+std::string event_text(uint32_t type) {
+  const VgtEvent* e = vgt_event(type);
+  return std::to_string(type) + (e ? " (" + std::string(e->name) + ")" : "");
+}
+// The CacheOps a RELEASE_MEM or ACQUIRE_MEM control word asks for, through the dialect's L2 masks.
+uint8_t cache_ops(uint32_t control, uint32_t writeback_bits, uint32_t invalidate_bits) {
+  return static_cast<uint8_t>(((control & writeback_bits) ? kCacheWriteback : 0) |
+                              ((control & invalidate_bits) ? kCacheInvalidate : 0));
+}
+}  // namespace
+
+// EVENT_WRITE on a compute queue: the event must be one the compute pipe has, sent with its own event_index; the
+// timestamp events (end of pipe, end of shader) go through RELEASE_MEM on the MEC. Dispatches complete before the next
+// packet runs here, so CS_PARTIAL_FLUSH has nothing left to wait for; the other compute events drive the performance
+// counters and thread trace, which the simulated GPU does not have, and complete.
+Pm4Executor::Outcome Pm4Executor::event_write(const Where& at) {
+  const std::span<const uint32_t> p = pkt_;
+  const uint32_t type = static_cast<uint32_t>(get(field(kEventWrite, "event_type"), p));
+  const uint32_t index = static_cast<uint32_t>(get(field(kEventWrite, "event_index"), p));
+  const VgtEvent* e = vgt_event(type);
+  if (!e || !e->compute)
+    return fault(at, 0, false,
+                 "EVENT_WRITE event_type " + event_text(type) + " is not an event a compute queue executes");
+  if (e->index == kEventIndexEndOfPipe || e->index == kEventIndexEndOfShader)
+    return fault(at, 0, false,
+                 "EVENT_WRITE event_type " + event_text(type) +
+                     " is a timestamp event: a compute queue releases it with RELEASE_MEM");
+  if (index != e->index)
+    return fault(at, 0, false,
+                 "EVENT_WRITE event_type " + event_text(type) + " with event_index " + std::to_string(index) +
+                     ": the event takes event_index " + std::to_string(e->index));
+  if (pkt_.size() != 2)
+    return fault(
+        at, 0, false,
+        "EVENT_WRITE event_type " + event_text(type) + " of 4 dwords (a sample written to memory) is not simulated");
+  return Outcome::done;
+}
+
+// ACQUIRE_MEM: the cache actions of the dialect's control word, once everything before it has completed (which, with
+// dispatches running to completion in order, is now). The coherence range (base, size) is not checked against the
+// caches: the simulated caches act on all of memory, as a full-range acquire does.
+Pm4Executor::Outcome Pm4Executor::acquire_mem(const Where& at) {
+  const Dialect& d = *t_.pm4;
+  const Layout& l = *d.acquire_mem;
+  const std::span<const uint32_t> p = pkt_;
+  const uint32_t coher = static_cast<uint32_t>(get(field(l, "coher_cntl"), p));
+  uint32_t control = coher;
+  if (d.acquire_has_gcr) {
+    if (const uint32_t foreign = coher & d.acquire_coher_foreign)
+      return fault(at, 0, false,
+                   "ACQUIRE_MEM CP_COHER_CNTL " + hex(coher) + " sets GC 9 cache actions " + hex(foreign) + ": the " +
+                       std::string(d.name) + " CP takes cache control in GCR_CNTL");
+    control = pkt_[field(l, "gcr_cntl").dword];
+    if (const uint32_t reserved = control & d.acquire_gcr_reserved)
+      return fault(at, 0, false,
+                   "ACQUIRE_MEM GCR_CNTL " + hex(control) + " sets reserved bits " + hex(reserved) + " (" +
+                       std::string(d.name) + ")");
+  }
+  if (const uint8_t ops = cache_ops(control, d.acquire_l2_writeback, d.acquire_l2_invalidate)) ctx_.host().caches(ops);
+  return Outcome::done;
+}
+
 Pm4Executor::Outcome Pm4Executor::release_mem(const Where& at) {
-  const Layout& l = *t_.pm4->release_mem;
+  const Dialect& dialect = *t_.pm4;
+  const Layout& l = *dialect.release_mem;
   const std::span<const uint32_t> p = pkt_;
   const uint64_t event_index = get(field(l, "event_index"), p);
-  if (event_index != kEventIndexEndOfPipe && event_index != kEventIndexEndOfPipe + 1)
+  if (event_index != kEventIndexEndOfPipe && event_index != kEventIndexEndOfShader)
     return fault(at, 0, false,
                  "RELEASE_MEM event_index " + std::to_string(event_index) +
                      ": only end-of-pipe (5) and shader-done (6) release memory");
+  const uint32_t type = static_cast<uint32_t>(get(field(l, "event_type"), p));
+  if (const VgtEvent* e = vgt_event(type); !e || e->index != event_index || !e->compute)
+    return fault(at, 0, false,
+                 "RELEASE_MEM event_type " + event_text(type) + " is not " +
+                     (event_index == kEventIndexEndOfPipe ? "an end-of-pipe" : "an end-of-shader") +
+                     " event of the compute pipe (event_index " + std::to_string(event_index) + ")");
+  const uint32_t control = pkt_[field(l, "event_type").dword];
+  if (const uint32_t reserved = control & dialect.release_reserved)
+    return fault(at, 0, false,
+                 "RELEASE_MEM dword 1 " + hex(control) + " sets reserved bits " + hex(reserved) + " (" +
+                     std::string(dialect.name) + ")");
   const uint64_t dst_sel = get(field(l, "dst_sel"), p);
   if (dst_sel > 1)
     return fault(at, 0, false,
                  "RELEASE_MEM dst_sel " + std::to_string(dst_sel) + " (queue write pointer) is not simulated");
   const uint64_t data_sel = get(field(l, "data_sel"), p), int_sel = get(field(l, "int_sel"), p);
   const uint64_t addr = get(field(l, "address"), p), data = get(field(l, "data"), p);
-  // End of pipe: every earlier packet, dispatches included, has completed by the time this one runs.
+  switch (data_sel) {
+    case DATA_NONE:
+    case DATA_32_LOW:
+    case DATA_64:
+    case DATA_GPU_CLOCK: break;
+    default: return fault(at, 0, false, "RELEASE_MEM data_sel " + std::to_string(data_sel) + " is not simulated");
+  }
+  switch (int_sel) {
+    case INT_NONE:
+    case 1:
+    case INT_AFTER_WRITE_CONFIRM:
+    case 3:
+    case 4: break;
+    default:
+      return fault(at, 0, false, "RELEASE_MEM int_sel " + std::to_string(int_sel) + " (conditional) is not simulated");
+  }
+  // End of pipe: every earlier packet, dispatches included, has completed by the time this one runs. The cache
+  // actions come first, then the data write and the interrupt: a reader that sees the data sees what the work wrote.
+  if (const uint8_t ops = cache_ops(control, dialect.release_l2_writeback, dialect.release_l2_invalidate))
+    ctx_.host().caches(ops);
   switch (data_sel) {
     case DATA_NONE: break;
     case DATA_32_LOW:
@@ -285,19 +378,15 @@ Pm4Executor::Outcome Pm4Executor::release_mem(const Where& at) {
         return fault(at, addr, true, "RELEASE_MEM write to unmapped address " + hex(addr));
       break;
     }
-    default: return fault(at, 0, false, "RELEASE_MEM data_sel " + std::to_string(data_sel) + " is not simulated");
+    default: break;  // checked above
   }
   switch (int_sel) {
-    case INT_NONE:
-    case 3:  // send data after write confirm: no interrupt
-      break;
     case 1:                        // interrupt only
     case INT_AFTER_WRITE_CONFIRM:  // interrupt once the write is visible
     case 4:                        // unconditionally send int_ctxid
       ctx_.host().interrupt(static_cast<uint32_t>(get(field(l, "int_ctxid"), p)));
       break;
-    default:
-      return fault(at, 0, false, "RELEASE_MEM int_sel " + std::to_string(int_sel) + " (conditional) is not simulated");
+    default: break;  // none, or (3) data after write confirm: no interrupt
   }
   return Outcome::done;
 }

@@ -39,6 +39,8 @@ class Pm4Executor {
   Outcome exec(const Where& at);
 
   Outcome release_mem(const Where& at);
+  Outcome acquire_mem(const Where& at);
+  Outcome event_write(const Where& at);
   Outcome wait_reg_mem(const Where& at);
   Outcome write_data(const Where& at);
   Outcome set_sh_reg(const Where& at);

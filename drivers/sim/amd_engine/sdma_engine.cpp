@@ -1,6 +1,7 @@
 // The SDMA engine of a copy queue. The write pointer counts bytes; packets are dword-aligned and, as the backend
 // guarantees, never straddle the ring's end (a straddling packet faults, so the simulator catches a backend that
-// breaks the rule). Layouts come from the target's SDMA dialect.
+// breaks the rule). Layouts come from the target's SDMA dialect. POLL_REGMEM gives up after its retry count, as the
+// engine does; GCR_REQ (SDMA 5.2+) reports its L2 actions to the host's cache model.
 #include <algorithm>
 
 #include "amd/pm4_facts.hpp"
@@ -32,9 +33,15 @@ class SdmaProcessor final : public Processor {
     return Outcome::fault;
   }
 
+  Outcome poll_regmem(const Where& at);
+  Outcome gcr_req();
+
   QueueContext& ctx_;
   const Dialect& d_;
   uint64_t rptr_ = 0;  // bytes consumed
+  // The POLL_REGMEM being retried: its read pointer and the polls that failed so far.
+  uint64_t poll_at_ = ~uint64_t{0};
+  uint32_t poll_failures_ = 0;
   std::vector<uint32_t> pkt_;
   std::string waiting_;
 };
@@ -77,6 +84,7 @@ Step SdmaProcessor::run(size_t budget) {
       case OP_TIMESTAMP:
         n = (sub == SUBOP_TIMESTAMP_GET || sub == SUBOP_TIMESTAMP_GET_GLOBAL) ? d_.timestamp->words : 0;
         break;
+      case OP_GCR_REQ: n = d_.gcr_req ? d_.gcr_req->words : 0; break;
       default: break;
     }
     if (n == 0) {
@@ -141,25 +149,8 @@ SdmaProcessor::Outcome SdmaProcessor::exec(const Where& at) {
     case OP_TRAP:
       ctx_.host().interrupt(static_cast<uint32_t>(get(field(*d_.trap, "int_context"), p)));
       return Outcome::done;
-    case OP_POLL_REGMEM: {
-      const Layout& l = *d_.poll_regmem;
-      if (get(field(l, "mem_poll"), p) == 0 || get(field(l, "hdp_flush"), p) != 0)
-        return fault(at, 0, false, "POLL_REGMEM on registers (or an HDP flush) is not simulated");
-      const uint64_t addr = get(field(l, "addr"), p);
-      if (addr % 4) return fault(at, addr, false, "POLL_REGMEM on unaligned address " + hex(addr));
-      const uint32_t func = static_cast<uint32_t>(get(field(l, "func"), p));
-      const uint32_t ref = static_cast<uint32_t>(get(field(l, "value"), p));
-      const uint32_t mask = static_cast<uint32_t>(get(field(l, "mask"), p));
-      uint32_t v = 0;
-      if (!ctx_.load<uint32_t>(addr, v)) return fault(at, addr, true, "POLL_REGMEM on unmapped address " + hex(addr));
-      const std::optional<bool> ok = compare(func, v, mask, ref);
-      if (!ok) return fault(at, 0, false, "POLL_REGMEM function " + std::to_string(func) + " is undefined");
-      if (*ok) return Outcome::done;
-      // The retry count is ignored: the engine polls until the condition holds, as with the maximum count.
-      waiting_ = "POLL_REGMEM on memory " + hex(addr) + ": (" + hex(v) + " & " + hex(mask) + ") " +
-                 std::string(function_symbol(func)) + " " + hex(ref);
-      return Outcome::wait;
-    }
+    case OP_POLL_REGMEM: return poll_regmem(at);
+    case OP_GCR_REQ: return gcr_req();
     case OP_TIMESTAMP: {
       const uint64_t addr = get(field(*d_.timestamp, "write_addr"), p);
       if (addr % 8) return fault(at, addr, false, "TIMESTAMP to unaligned address " + hex(addr));
@@ -169,6 +160,56 @@ SdmaProcessor::Outcome SdmaProcessor::exec(const Where& at) {
     }
     default: return fault(at, 0, false, "unreachable SDMA op");
   }
+}
+
+SdmaProcessor::Outcome SdmaProcessor::poll_regmem(const Where& at) {
+  const std::span<const uint32_t> p = pkt_;
+  const Layout& l = *d_.poll_regmem;
+  if (get(field(l, "mem_poll"), p) == 0 || get(field(l, "hdp_flush"), p) != 0)
+    return fault(at, 0, false, "POLL_REGMEM on registers (or an HDP flush) is not simulated");
+  const uint64_t addr = get(field(l, "addr"), p);
+  if (addr % 4) return fault(at, addr, false, "POLL_REGMEM on unaligned address " + hex(addr));
+  const uint32_t func = static_cast<uint32_t>(get(field(l, "func"), p));
+  const uint32_t ref = static_cast<uint32_t>(get(field(l, "value"), p));
+  const uint32_t mask = static_cast<uint32_t>(get(field(l, "mask"), p));
+  const uint32_t retries = static_cast<uint32_t>(get(field(l, "retry_count"), p));
+  uint32_t v = 0;
+  if (!ctx_.load<uint32_t>(addr, v)) return fault(at, addr, true, "POLL_REGMEM on unmapped address " + hex(addr));
+  const std::optional<bool> ok = compare(func, v, mask, ref);
+  if (!ok) return fault(at, 0, false, "POLL_REGMEM function " + std::to_string(func) + " is undefined");
+  if (poll_at_ != rptr_) poll_at_ = rptr_, poll_failures_ = 0;  // the first poll of this packet
+  if (*ok) {
+    poll_at_ = ~uint64_t{0};
+    return Outcome::done;
+  }
+  // One failed poll; the first is not a retry. A finite count runs out after `retries` more: the engine raises its
+  // poll timeout (to the kernel's log, not to the process) and goes on with the next packet, the condition unmet.
+  // The interval (dword 5) spaces the engine's polls in its own clocks, which the simulator does not keep: its polls
+  // are the runner's re-polls (EngineOptions poll_min..poll_max), so a count is a number of polls, not a time.
+  if (retries != kPollRetryForever && poll_failures_++ >= retries) {
+    poll_at_ = ~uint64_t{0};
+    return Outcome::done;
+  }
+  waiting_ = "POLL_REGMEM on memory " + hex(addr) + ": (" + hex(v) + " & " + hex(mask) + ") " +
+             std::string(function_symbol(func)) + " " + hex(ref) +
+             (retries == kPollRetryForever
+                  ? std::string()
+                  : ", poll " + std::to_string(poll_failures_) + " of " + std::to_string(retries + 1));
+  return Outcome::wait;
+}
+
+// GCR_REQ: the GCR_CNTL actions over an address range (the simulated caches act on all of memory, as a full-range
+// request does). Its bits are the PM4 GCR_CNTL's; the L2 write-back and invalidate go to the host's cache model.
+SdmaProcessor::Outcome SdmaProcessor::gcr_req() {
+  const std::span<const uint32_t> p = pkt_;
+  const Layout& l = *d_.gcr_req;
+  const uint32_t control =
+      static_cast<uint32_t>(get(field(l, "gcr_control_15_0"), p) | (get(field(l, "gcr_control_18_16"), p) << 16));
+  const amd::pm4::Dialect& gcr = amd::pm4::kGfx10Plus;
+  const uint8_t ops = static_cast<uint8_t>(((control & gcr.acquire_l2_writeback) ? kCacheWriteback : 0) |
+                                           ((control & gcr.acquire_l2_invalidate) ? kCacheInvalidate : 0));
+  if (ops) ctx_.host().caches(ops);
+  return Outcome::done;
 }
 
 }  // namespace

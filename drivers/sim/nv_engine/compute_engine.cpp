@@ -4,6 +4,12 @@
 // attached launcher (host twins), then the QMD's release semaphores are written and a dependent QMD, if the QMD
 // names one, is launched the same way. SET_REPORT_SEMAPHORE_D releases a report semaphore. Every QMD field is read
 // through drivers/nv/facts/qmd.hpp's roles, so V3 and V5 take the same path.
+//
+// Cache actions go to the host's cache model (ChannelHost::caches): the SM data caches a launch's QMD or
+// INVALIDATE_SHADER_CACHES invalidates (the L2 is the GPU's point of coherence: host writes through BAR1 and the copy
+// engines' writes land there, so it is the SMs' L1 that can hold stale data), and the system membar in front of a QMD
+// release (RELEASEn_MEMBAR_TYPE FE_SYSMEMBAR) or a report semaphore without FLUSH_DISABLE, which makes the grid's
+// writes visible to the system before the semaphore is.
 #include <optional>
 #include <vector>
 
@@ -30,11 +36,14 @@ class ComputeEngine final : public ClassEngine {
         report_a_(cls.find("SET_REPORT_SEMAPHORE_A")),
         report_b_(cls.find("SET_REPORT_SEMAPHORE_B")),
         report_c_(cls.find("SET_REPORT_SEMAPHORE_C")),
-        report_d_(cls.find("SET_REPORT_SEMAPHORE_D")) {}
+        report_d_(cls.find("SET_REPORT_SEMAPHORE_D")),
+        invalidate_(cls.find("INVALIDATE_SHADER_CACHES")),
+        invalidate_no_wfi_(cls.find("INVALIDATE_SHADER_CACHES_NO_WFI")) {}
 
   Outcome execute(const MethodCall& c) override {
     if (&c.method == pcas2_b_) return pcas(c);
     if (&c.method == report_d_) return report(c);
+    if (&c.method == invalidate_ || &c.method == invalidate_no_wfi_) return invalidate(c);
     return Outcome::done;
   }
 
@@ -44,6 +53,17 @@ class ComputeEngine final : public ClassEngine {
     ctx_.fault(kind, c.at, address, std::string(c.cls.prefix) + "_" + std::string(c.method.name) + ": " + why, access,
                sm);
     return Outcome::fault;
+  }
+
+  // INVALIDATE_SHADER_CACHES(_NO_WFI): the data bit (DATA / GLOBAL_DATA, by class) drops the SMs' data caches; the
+  // instruction and constant caches hold nothing the simulated kernels read through.
+  Outcome invalidate(const MethodCall& c) {
+    for (const char* name : {"DATA", "GLOBAL_DATA"})
+      if (const nv::BitField* f = c.method.field(name); f && f->get(c.data) == f->value_of("TRUE")) {
+        ctx_.host().caches(kCacheInvalidate);
+        break;
+      }
+    return Outcome::done;
   }
 
   // An SM's fetch (instructions, constant bank) from an unmapped VA: a read fault of the GPC's constant cache.
@@ -124,6 +144,8 @@ class ComputeEngine final : public ClassEngine {
           at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
     l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
 
+    // The QMD's own invalidates apply as the grid starts.
+    if (get(r.invalidate_shader_data_cache)) ctx_.host().caches(kCacheInvalidate);
     std::optional<KernelAccessFault> access_fault;
     const std::string error = ctx_.run_launch(l, access_fault);
     if (access_fault)
@@ -147,6 +169,8 @@ class ComputeEngine final : public ClassEngine {
         return bad(name + "_STRUCTURE_SIZE " + std::to_string(size) + " is undefined");
       const bool is64 = four || two;
       if (is64 && va % 8) return bad(name + " semaphore address " + hex(va) + " is not 8-byte aligned", va);
+      // FE_SYSMEMBAR: the front end's system membar, after the grid and before the release.
+      if (get(rel.membar_type) == q::kMembarFeSysmembar) ctx_.host().caches(kCacheWriteback);
       if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, payload, is64, four))
         return fault(ChannelFaultKind::mmu_fault, c, *miss, at + name + " semaphore at " + hex(va) + " is not mapped",
                      MmuAccess::write);
@@ -163,9 +187,12 @@ class ComputeEngine final : public ClassEngine {
 
   Outcome report(const MethodCall& c) {
     const nv::BitField* op = c.method.field("OPERATION");
-    if (op->name_of(op->get(c.data)) != "RELEASE")
+    const std::string_view op_name = op->name_of(op->get(c.data));
+    if (op_name.empty())
+      return fault(ChannelFaultKind::gr_exception, c, 0, "undefined OPERATION " + std::to_string(op->get(c.data)));
+    if (op_name != "RELEASE")
       return fault(ChannelFaultKind::gr_exception, c, 0,
-                   "report semaphore OPERATION " + std::to_string(op->get(c.data)) + " is not simulated");
+                   "report semaphore OPERATION " + std::string(op_name) + " is not simulated");
     if (c.method.field("REDUCTION_ENABLE")->get(c.data))
       return fault(ChannelFaultKind::gr_exception, c, 0, "report semaphore reductions are not simulated");
     const nv::BitField* size = c.method.field("STRUCTURE_SIZE");
@@ -174,6 +201,8 @@ class ComputeEngine final : public ClassEngine {
     const uint64_t va = (hi << 32) | c.value(report_b_);
     if (four && va % 8)
       return fault(ChannelFaultKind::gr_exception, c, va, "four-word report address is not 8-byte aligned");
+    // Unless FLUSH_DISABLE, the release flushes the engine's writes to memory before the payload lands.
+    if (c.method.field("FLUSH_DISABLE")->get(c.data) == 0) ctx_.host().caches(kCacheWriteback);
     if (const std::optional<uint64_t> miss = release_semaphore(ctx_, va, c.value(report_c_), four, four))
       return fault(ChannelFaultKind::mmu_fault, c, *miss, "report semaphore release to an unmapped address",
                    MmuAccess::write);
@@ -183,7 +212,8 @@ class ComputeEngine final : public ClassEngine {
   ChannelContext& ctx_;
   const nv::NvArchInfo& arch_;
   const nv::qmd::QmdLayout& layout_;
-  const nv::Method *pcas_a_, *pcas2_b_, *report_a_, *report_b_, *report_c_, *report_d_;
+  const nv::Method *pcas_a_, *pcas2_b_, *report_a_, *report_b_, *report_c_, *report_d_, *invalidate_,
+      *invalidate_no_wfi_;
 };
 
 }  // namespace

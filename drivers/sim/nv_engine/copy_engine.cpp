@@ -1,7 +1,9 @@
 // The copy engine (DMA_COPY classes): LAUNCH_DMA with pitch layouts at virtual addresses, one line (a 1-D copy of
 // LINE_LENGTH_IN bytes) or LINE_COUNT lines strided by PITCH_IN/PITCH_OUT, then the semaphore release (or
 // reduction) and interrupt the same LAUNCH_DMA asks for. Block-linear layouts, physical addresses and remapping
-// are not simulated: they fault the channel rather than copy the wrong bytes.
+// are not simulated: they fault the channel rather than copy the wrong bytes. FLUSH_ENABLE with FLUSH_TYPE SYS
+// flushes the engine's writes to system-visible memory after the copy and before the semaphore; the host's cache
+// model hears of it as an L2 write-back (ChannelHost::caches). A GL flush only reaches the GPU's L2: no action.
 #include <optional>
 
 #include "sim/nv_engine/executor.hpp"
@@ -63,6 +65,7 @@ class CopyEngine final : public ClassEngine {
     } else if (transfer != "NONE" && transfer != "PREFETCH") {
       return fault(ChannelFaultKind::ce_error, c, 0, "undefined DATA_TRANSFER_TYPE");
     }
+    if (flag(c, "FLUSH_ENABLE") == "TRUE" && flag(c, "FLUSH_TYPE") == "SYS") ctx_.host().caches(kCacheWriteback);
     const Outcome o = semaphore(c);
     if (o != Outcome::done) return o;
     const std::string_view intr = flag(c, "INTERRUPT_TYPE");

@@ -1,9 +1,13 @@
 // Host (GPFIFO class) methods: SEM_ADDR/SEM_PAYLOAD/SEM_EXECUTE (acquire in all its compare forms, release with
-// optional timestamp, reduction), NON_STALL_INTERRUPT. NOP, WFI, SET_REFERENCE and MEM_OP_* are kept as state only:
-// the simulator executes in order and writes memory through, so waits for idle and cache operations have nothing
-// left to do.
+// optional timestamp, reduction), NON_STALL_INTERRUPT, WFI and MEM_OP_A..D. The engines run each method to completion
+// in order, so a WFI has nothing left to wait for; it and MEM_OP_D (the trigger: "MEM_OP_D MUST be preceded by
+// MEM_OPs A-C") are checked as the host checks them, an undefined scope or operation faulting the channel, and the
+// memory operations that act on the L2 (a system membar, L2_FLUSH_DIRTY, the L2 invalidates) are reported to the
+// host's cache model. A semaphore release writes no cache back by itself (RELEASE_WFI waits for idle, no more;
+// UVM puts a MEM_OP membar in front of its releases where it needs one).
 #include <optional>
 
+#include "nv/facts/methods.hpp"
 #include "sim/nv_engine/executor.hpp"
 #include "sim/nv_engine/semaphore.hpp"
 
@@ -19,7 +23,11 @@ class HostEngine final : public ClassEngine {
         payload_lo_(cls.find("SEM_PAYLOAD_LO")),
         payload_hi_(cls.find("SEM_PAYLOAD_HI")),
         execute_(cls.find("SEM_EXECUTE")),
-        nonstall_(cls.find("NON_STALL_INTERRUPT")) {}
+        nonstall_(cls.find("NON_STALL_INTERRUPT")),
+        wfi_(cls.find("WFI")),
+        mem_op_a_(cls.find("MEM_OP_A")),
+        mem_op_c_(cls.find("MEM_OP_C")),
+        mem_op_d_(cls.find("MEM_OP_D")) {}
 
   Outcome execute(const MethodCall& c) override {
     if (&c.method == nonstall_) {
@@ -27,6 +35,8 @@ class HostEngine final : public ClassEngine {
       return Outcome::done;
     }
     if (&c.method == execute_) return sem_execute(c);
+    if (&c.method == wfi_) return wfi(c);
+    if (&c.method == mem_op_d_) return mem_op(c);
     return Outcome::done;
   }
 
@@ -41,6 +51,73 @@ class HostEngine final : public ClassEngine {
   uint64_t field(const MethodCall& c, const nv::Method* m, std::string_view name) const {
     const nv::BitField* f = m ? m->field(name) : nullptr;
     return f ? f->get(c.value(m)) : 0;
+  }
+
+  // "SCOPE 2" style text for a field value: its enum name, or the number when the class defines none.
+  static std::string value_text(const nv::BitField& f, uint64_t v) {
+    const std::string_view n = f.name_of(v);
+    return n.empty() ? std::to_string(v) : std::string(n);
+  }
+  // A field of method m's data that must hold one of its enum's values (a reserved or undefined encoding faults).
+  // `fields`: where to find it, when not in m's own table.
+  Outcome check_enum(const MethodCall& c, const nv::Method* m, std::string_view name, const std::string& why_prefix,
+                     std::span<const nv::BitField> fields = {}) {
+    const nv::BitField* f = nullptr;
+    if (m && fields.empty()) f = m->field(name);
+    for (const nv::BitField& g : fields)
+      if (g.name == name) f = &g;
+    if (!f || !m) return Outcome::done;
+    const uint64_t v = f->get(c.value(m));
+    if (!f->name_of(v).empty()) return Outcome::done;
+    ctx_.fault(ChannelFaultKind::pbdma_error, c.at, 0,
+               std::string(c.cls.prefix) + "_" + std::string(m->name) + ": " + why_prefix + "undefined " +
+                   std::string(f->name) + " " + std::to_string(v));
+    return Outcome::fault;
+  }
+
+  // WFI: SCOPE is the whole method (bit 0); a data word with other bits set names no scope.
+  Outcome wfi(const MethodCall& c) {
+    const nv::BitField* scope = c.method.field("SCOPE");
+    if (scope && (c.data & ~static_cast<uint32_t>(scope->place(scope->mask()))) != 0)
+      return fault(ChannelFaultKind::pbdma_error, c, 0, "undefined SCOPE " + hex(c.data));
+    return Outcome::done;
+  }
+
+  // MEM_OP_D runs the memory operation MEM_OP_A..C describe.
+  Outcome mem_op(const MethodCall& c) {
+    const nv::BitField* op_f = c.method.field("OPERATION");
+    const uint32_t op = static_cast<uint32_t>(op_f->get(c.data));
+    const std::string_view op_name = op_f->name_of(op);
+    if (op_name.empty()) return fault(ChannelFaultKind::pbdma_error, c, 0, "undefined OPERATION " + hex(op));
+    const std::string what = "OPERATION " + std::string(op_name) + " with ";
+    uint8_t ops = kCacheNone;
+    if (op_name == "MEMBAR") {
+      if (check_enum(c, mem_op_c_, "MEMBAR_TYPE", what) != Outcome::done) return Outcome::fault;
+      // A system membar makes every earlier write visible to the system (the L2's dirty lines reach memory); a GPU
+      // membar orders them for the GPU only, which reads them through the same L2.
+      const nv::BitField* type = mem_op_c_->field("MEMBAR_TYPE");
+      if (type->get(c.value(mem_op_c_)) == type->value_of("SYS_MEMBAR")) ops = kCacheWriteback;
+    } else if (op_name == "MMU_TLB_INVALIDATE" || op_name == "MMU_TLB_INVALIDATE_TARGETED") {
+      // The simulated MMU translates through the driver's tables on every access: nothing is cached to invalidate,
+      // but the parameters must be ones the host takes.
+      const std::span<const nv::BitField> tlb = nv::mem_op_c_tlb_invalidate();
+      for (const char* f : {"TLB_INVALIDATE_REPLAY", "TLB_INVALIDATE_ACK_TYPE", "TLB_INVALIDATE_PDB_APERTURE"})
+        if (check_enum(c, mem_op_c_, f, what, tlb) != Outcome::done) return Outcome::fault;
+      if (op_name == "MMU_TLB_INVALIDATE_TARGETED" &&
+          check_enum(c, mem_op_c_, "TLB_INVALIDATE_ACCESS_TYPE", what, tlb) != Outcome::done)
+        return Outcome::fault;
+      if (check_enum(c, mem_op_a_, "TLB_INVALIDATE_INVAL_SCOPE", what) != Outcome::done) return Outcome::fault;
+      const nv::BitField* sysmembar = mem_op_a_ ? mem_op_a_->field("TLB_INVALIDATE_SYSMEMBAR") : nullptr;
+      if (sysmembar && sysmembar->get(c.value(mem_op_a_)) == sysmembar->value_of("EN")) ops = kCacheWriteback;
+    } else if (op_name == "L2_FLUSH_DIRTY") {
+      ops = kCacheWriteback;
+    } else if (op_name == "L2_SYSMEM_INVALIDATE" || op_name == "L2_PEERMEM_INVALIDATE" ||
+               op_name == "L2_SYSMEM_NCOH_INVALIDATE") {
+      ops = kCacheInvalidate;
+    }
+    // L2_CLEAN_COMPTAGS, L2_WAIT_FOR_SYS_PENDING_READS and ACCESS_COUNTER_CLR touch no cached data the simulator has.
+    if (ops) ctx_.host().caches(ops);
+    return Outcome::done;
   }
 
   Outcome sem_execute(const MethodCall& c) {
@@ -111,7 +188,8 @@ class HostEngine final : public ClassEngine {
   }
 
   ChannelContext& ctx_;
-  const nv::Method *addr_lo_, *addr_hi_, *payload_lo_, *payload_hi_, *execute_, *nonstall_;
+  const nv::Method *addr_lo_, *addr_hi_, *payload_lo_, *payload_hi_, *execute_, *nonstall_, *wfi_, *mem_op_a_,
+      *mem_op_c_, *mem_op_d_;
   std::string waiting_;
 };
 
