@@ -62,6 +62,10 @@ class PushbufferEncoder {
   // acquires test "any bit", so only a one-bit mask means "every bit": other masks are an InvalidArgument.
   void poll_bit(Sym addr, uint32_t mask, bool set);
   void non_stall_interrupt();
+  // Waits for the channel's engines to go idle (WFI SCOPE ALL), then a system membar (MEM_OP MEMBAR SYS_MEMBAR):
+  // the kernels' writes leave the L2 for memory every client sees, as NVIDIA's UVM does before a semaphore release
+  // that must publish them. A QMD release with its FE_SYSMEMBAR does the same for a signal right after a launch.
+  void sys_membar();
   // Binds `class_id` to `subchannel` (host SET_OBJECT). A channel does this once for each engine class it uses.
   void set_object(uint32_t subchannel, uint32_t class_id);
 

@@ -19,6 +19,8 @@ struct EncoderPlan {
   const BitField* sem_addr_hi;  // SEM_ADDR_HI.OFFSET: 8 bits on Ampere, 25 from Hopper on
   uint32_t acquire_geq64;       // SEM_EXECUTE data words
   uint32_t release64_ts, release64, release32, reduce_add64_ts, acquire_and32, acquire_nor32;
+  uint16_t wfi, mem_op_a;                    // WFI; MEM_OP_A..D (consecutive)
+  uint32_t wfi_all, membar_sys_c, membar_d;  // WFI SCOPE ALL; MEM_OP_C/D of a system membar
   // Compute class.
   uint16_t send_pcas_a, send_signaling_pcas2_b, invalidate_no_wfi;
   uint32_t pcas_prefetch_schedule, invalidate_all;
@@ -85,6 +87,14 @@ EncoderPlan make_plan(const NvArchInfo& a) {
                             {"REDUCTION", "IADD"},
                             {"REDUCTION_FORMAT", "UNSIGNED"}});
   p.acquire_and32 = word(host, ex, {{"OPERATION", "ACQ_AND"}, {"PAYLOAD_SIZE", "32BIT"}});
+  const Method& wfi = need(host, "WFI");
+  p.wfi = wfi.offset;
+  p.wfi_all = word(host, wfi, {{"SCOPE", "ALL"}});
+  p.mem_op_a = need(host, "MEM_OP_A").offset;
+  p.membar_sys_c = word(host, need(host, "MEM_OP_C"), {{"MEMBAR_TYPE", "SYS_MEMBAR"}});
+  p.membar_d = word(host, need(host, "MEM_OP_D"), {{"OPERATION", "MEMBAR"}});
+  if (need(host, "MEM_OP_D").offset != p.mem_op_a + 12)
+    throw InvalidArgument(cat(host.prefix, ": MEM_OP_* methods are not consecutive"));
   p.acquire_nor32 = word(host, ex, {{"OPERATION", "ACQ_NOR"}, {"PAYLOAD_SIZE", "32BIT"}});
 
   p.send_pcas_a = need(compute, "SEND_PCAS_A").offset;
@@ -184,6 +194,17 @@ void PushbufferEncoder::wait(Sym addr, Sym value) { sem(addr, value, plan_.acqui
 void PushbufferEncoder::signal(Sym addr, Sym value, bool timestamp) {
   sem(addr, value, timestamp ? plan_.release64_ts : plan_.release64);
   non_stall_interrupt();
+}
+
+void PushbufferEncoder::sys_membar() {
+  WordWriter::Packet p = w_.packet(7);
+  p.u32(inc(pb::kHostSubchannel, plan_.wfi, 1));
+  p.u32(plan_.wfi_all);
+  p.u32(inc(pb::kHostSubchannel, plan_.mem_op_a, 4));
+  p.u32(0);
+  p.u32(0);
+  p.u32(plan_.membar_sys_c);
+  p.u32(plan_.membar_d);
 }
 
 void PushbufferEncoder::timestamp(Sym addr) { sem(addr, Sym(0), plan_.reduce_add64_ts); }

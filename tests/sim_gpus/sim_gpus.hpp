@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "hcq/device.hpp"
@@ -18,7 +19,10 @@ struct SimGpu {
   std::string target;  // gfx1100, hopper, ...
   std::string name() const { return vendor + ":" + target; }
   bool amd() const { return vendor == "SIM-AMD"; }
+  // gfx942's compute queues are AQL (PM4 elsewhere).
+  bool aql() const { return target == "gfx942"; }
 };
+inline void PrintTo(const SimGpu& g, std::ostream* os) { *os << g.name(); }
 
 // A machine of `gpus` simulated GPUs; the device is its first.
 inline std::unique_ptr<Device> open_machine(const SimGpu& g, unsigned gpus = 1) {

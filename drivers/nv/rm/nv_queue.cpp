@@ -422,6 +422,9 @@ void NvComputeQueue::encode_signal(Sym signal_addr, Sym value) {
     for (uint32_t slot = 0; slot < qmd::kReleases; ++slot)  // release() refuses a slot already taken
       if (qmd_.release(q, slot, signal_addr, value, &sink)) return;
   }
+  // Anywhere else the host releases it; kernels before it may have written through the L2, which the release alone
+  // does not publish.
+  enc_.sys_membar();
   enc_.signal(signal_addr, value, /*timestamp=*/true);
   flush_patches();
 }

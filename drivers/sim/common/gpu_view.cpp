@@ -9,6 +9,7 @@
 
 #include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
+#include "sim/common/memfd_backing.hpp"
 
 namespace hcq::sim {
 namespace {
@@ -40,14 +41,23 @@ std::unique_ptr<GpuView> GpuView::of_unified_va() {
 GpuView::~GpuView() {
   ::munmap(mirror_, size_);
   if (snapshots_) ::munmap(snapshots_, kLines * kPage);
+  if (pool_) ::munmap(pool_, kLines * kPage);
+  if (pool_fd_ >= 0) ::close(pool_fd_);
 }
 
 void GpuView::enable_cache() {
   Lock lock(*this);
   if (cache_) return;
   void* p = ::mmap(nullptr, kLines * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw OutOfMemory("simulated GPU: no memory for its cache model's snapshots");
+  std::optional<MemfdBacking> pool = MemfdBacking::make("hcq-sim-l2", kLines * kPage);
+  if (p == MAP_FAILED || !pool) {
+    if (p != MAP_FAILED) ::munmap(p, kLines * kPage);
+    throw OutOfMemory("simulated GPU: no memory for its cache model");
+  }
   snapshots_ = static_cast<std::byte*>(p);
+  pool_fd_ = pool->fd;
+  pool_ = pool->host;
+  for (uint32_t i = 0; i < kLines; ++i) free_slots_[i] = i;
   cache_ = true;
 }
 
@@ -152,15 +162,16 @@ bool GpuView::cache_fill(uintptr_t host) {
   for (size_t i = 0; i < nlines_; ++i)
     if (lines_[i].va == page) return true;          // another thread filled it meanwhile: retry into it
   if (nlines_ == kLines) writeback_line_locked(0);  // full: the oldest line goes to memory
-  const size_t i = nlines_;
-  const Line line{page, r->fd, r->offset + (page - r->va)};
+  Line line{page, r->fd, r->offset + (page - r->va), free_slots_[kLines - nlines_ - 1]};
   std::byte* p = at(page);
-  std::memcpy(snapshot(i), p, kPage);  // the clean page, readable
-  if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, line.fd, static_cast<off_t>(line.offset)) ==
-      MAP_FAILED)
+  std::byte* slot = pool_ + uint64_t{line.slot} * kPage;
+  // The page is read-only in the mirror until the slot replaces it: a kernel writing it meanwhile waits for the lock.
+  std::memcpy(slot, p, kPage);
+  std::memcpy(snapshot(line), slot, kPage);
+  if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, pool_fd_,
+             static_cast<off_t>(uint64_t{line.slot} * kPage)) == MAP_FAILED)
     return false;
-  lines_[i] = line;
-  nlines_ = i + 1;
+  lines_[nlines_++] = line;
   return true;
 }
 
@@ -170,7 +181,7 @@ void GpuView::writeback_line_locked(size_t i) {
   // Read-only first: a kernel writing this page meanwhile faults and waits for the lock, so no write is lost between
   // the compare and the remap.
   ::mprotect(p, kPage, PROT_READ);
-  const std::byte* old = snapshot(i);
+  const std::byte* old = snapshot(line);
   for (uint64_t b = 0; b < kPage;) {
     if (p[b] == old[b]) {
       ++b;
@@ -184,10 +195,8 @@ void GpuView::writeback_line_locked(size_t i) {
   }
   ::mmap(p, kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
   --nlines_;
-  if (i != nlines_) {
-    lines_[i] = lines_[nlines_];
-    std::memcpy(snapshot(i), snapshot(nlines_), kPage);
-  }
+  free_slots_[kLines - nlines_ - 1] = line.slot;
+  lines_[i] = lines_[nlines_];
 }
 
 void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
@@ -200,6 +209,26 @@ void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
 void GpuView::writeback() {
   Lock lock(*this);
   while (nlines_) writeback_line_locked(nlines_ - 1);
+}
+
+void GpuView::refresh_clean_bytes() {
+  Lock lock(*this);
+  alignas(64) std::byte memory[kPage];
+  for (size_t i = 0; i < nlines_; ++i) {
+    const Line& line = lines_[i];
+    if (::pread(line.fd, memory, kPage, static_cast<off_t>(line.offset)) != static_cast<ssize_t>(kPage)) continue;
+    std::byte* p = at(line.va);
+    std::byte* old = snapshot(line);
+    if (std::memcmp(memory, old, kPage) == 0) continue;  // memory unchanged since the fill: nothing to follow
+    // Byte by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it
+    // changed meanwhile is dirty and stays.
+    for (uint64_t b = 0; b < kPage; ++b) {
+      if (memory[b] == old[b]) continue;
+      std::byte expected = old[b];
+      if (std::atomic_ref<std::byte>(p[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
+        old[b] = memory[b];
+    }
+  }
 }
 
 size_t GpuView::dirty_lines() const {

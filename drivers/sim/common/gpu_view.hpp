@@ -16,10 +16,12 @@
 // or the cache evicts the line, so a missing RELEASE_MEM writeback or NV L2 flush leaves stale data in memory, as on
 // hardware. Kernels of the same GPU see each other's writes at once (one L2 per GPU). How: GPU-writable pages are
 // mapped read-only while clean; a kernel's first write to one faults (GuardedRun's handler calls cache_fill), which
-// snapshots the page and maps a private copy-on-write view of it in its place: the "line". A writeback compares each
+// copies the page into a slot of the cache's own memfd, keeps a snapshot of it and maps the slot in its place: the
+// "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map). A writeback compares each
 // line with its snapshot and writes only the bytes that changed to memory (so the host's own writes to the rest of
 // the page survive, as a cache's byte masks keep them), then maps the page clean again. Lines are pages; the cache
-// holds kLines of them and evicts the oldest when full. Not modelled: stale clean lines (reads always see memory or
+// holds kLines of them and evicts the oldest when full; bytes of a line no kernel changed follow memory
+// (refresh_clean_bytes, before each kernel), as the untouched lines of a real cache would. Not modelled: stale clean lines (reads always see memory or
 // the GPU's own dirty lines), so a missing invalidate goes unnoticed.
 //
 // Thread-safe: mappings change under a lock while kernels run on other mappings; a kernel touching memory that is
@@ -95,6 +97,10 @@ class GpuView {
   bool cache_fill(uintptr_t host);
   // Writes every dirty line's changed bytes to memory; the lines are clean afterwards.
   void writeback();
+  // Before a kernel runs: the bytes of each line that no kernel changed take memory's current values. A cache line
+  // is 64-128 bytes on hardware, a line here a page: without this, another engine's write to a different part of
+  // the page would be hidden behind the line. (A byte a kernel rewrote with its old value counts as unchanged.)
+  void refresh_clean_bytes();
   size_t dirty_lines() const;
 
  private:
@@ -102,6 +108,7 @@ class GpuView {
     uint64_t va = 0;  // the page
     int fd = -1;
     uint64_t offset = 0;  // of the page in fd
+    uint32_t slot = 0;    // its page in the cache's memfd (and its snapshot's)
   };
   class Lock {  // the spin lock, as a guard
    public:
@@ -120,7 +127,7 @@ class GpuView {
   const Range* find_locked(uint64_t va) const;
   void writeback_line_locked(size_t i);  // and drops it (the last line moves into its slot)
   void writeback_range_locked(uint64_t va, uint64_t size);
-  std::byte* snapshot(size_t i) const { return snapshots_ + i * 4096; }
+  std::byte* snapshot(const Line& l) const { return snapshots_ + uint64_t{l.slot} * 4096; }
 
   uint64_t base_ = 0, size_ = 0;
   std::byte* mirror_ = nullptr;
@@ -129,7 +136,10 @@ class GpuView {
   bool cache_ = false;
   std::array<Line, kLines> lines_{};
   size_t nlines_ = 0;
-  std::byte* snapshots_ = nullptr;  // kLines pages: each line's bytes when it was filled
+  std::array<uint32_t, kLines> free_slots_{};  // the slots no line holds: free_slots_[0, kLines - nlines_)
+  int pool_fd_ = -1;                           // the lines' bytes: kLines pages
+  std::byte* pool_ = nullptr;                  // the simulator's own mapping of them
+  std::byte* snapshots_ = nullptr;             // kLines pages: each slot's bytes when its line was filled
 };
 
 }  // namespace hcq::sim

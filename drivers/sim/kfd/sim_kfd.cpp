@@ -58,6 +58,7 @@ SimKfd::SimKfd(const std::vector<std::string>& targets, QueueRunnerFactory runne
     g->doorbells = *db;
     g->mmio = *mmio;
     g->view = GpuView::of_unified_va();
+    g->view->enable_cache();  // a kernel's writes reach memory through the writebacks its queue's commands ask for
     gpus_.push_back(std::move(g));
   }
 }

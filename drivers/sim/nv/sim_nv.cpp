@@ -64,6 +64,7 @@ SimNv::SimNv(const std::vector<std::string>& gpus, ChannelRunnerFactory runner_f
     if (!um) throw OutOfMemory(cat("simulated NVIDIA driver: no memory for ", gpus[i], "'s usermode page"));
     g->usermode = *um;
     g->view = GpuView::of_unified_va();
+    g->view->enable_cache();  // a kernel's writes reach memory through the writebacks its channel's methods ask for
     s().gpus.push_back(std::move(g));
   }
 }

@@ -183,6 +183,7 @@ std::optional<GuestFault> TwinRegistry::run(const TwinDispatch& d, const TwinMem
           cat(what, ": kernarg segment ", hex(va), " (+", kernarg_bytes, " bytes) is not mapped on the GPU"));
     std::memcpy(args.data(), ka, kernarg_bytes);
   }
+  if (mem.view) mem.view->refresh_clean_bytes();
   GuardedRun guard(mem.view);
   for (uint32_t i = 0; i < e.nbufs; ++i) {
     const std::byte* host = nullptr;
