@@ -212,11 +212,10 @@ if [[ $quick -eq 0 ]]; then
   # time than -O2 (the builds dominate this script's run time; the tests take seconds). The microbenchmarks are not
   # worth sanitizing.
   sanitizer_build=(-Doptimization=1 -Ddebug=true -Db_ndebug=false -Db_lundef=false -Dbenchmarks=disabled)
-  # Under ASan the unified VA cannot lie below 2^40 (hcq/va_layout.hpp), which the NVIDIA backend needs: its tests
-  # over SIM-NV (the conformance and graph suites on SIM-NV, and the suites of tests/nv_rm, the proxy's refusal mode
-  # among them) run in the release and TSan builds only.
-  shards=4 step asan+ubsan build-asan "${sanitizer_build[@]}" -Db_sanitize=address,undefined -- \
-    --gtest_filter='-*SIM_NV*:*OnSim*:*SimNv*:*NvFault*:NvDevice*:NvRing*:NvBehindNvproxy*'
+  # Every test, the NVIDIA backend over SIM-NV included: an ASan build puts the unified VA in ASan's shadow gap below
+  # 2^40, where NVIDIA's 40-bit command-stream addresses reach it, with protect_shadow_gap=0 as its built-in default
+  # (hcq/va_layout.hpp, docs/testing.md).
+  shards=4 step asan+ubsan build-asan "${sanitizer_build[@]}" -Db_sanitize=address,undefined --
 
   step tsan build-tsan "${sanitizer_build[@]}" -Db_sanitize=thread -- \
     --gtest_filter="$TSAN_FILTER"

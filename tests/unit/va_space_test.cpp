@@ -5,10 +5,19 @@
 #include <algorithm>
 #include <csetjmp>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "hcq/backend/os.hpp"
+#include "hcq/backend/process.hpp"
+#include "hcq/backend/sanitizer.hpp"
 #include "hcq/backend/va_space.hpp"
 #include "hcq/error.hpp"
+
+#if HCQ_ADDRESS_SANITIZER
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace hcq {
 namespace {
@@ -130,6 +139,41 @@ TEST(VaSpaceTest, FreedRangeFaultsInsteadOfShowingOldData) {
   }
   sigaction(SIGSEGV, &old_segv, nullptr);
   EXPECT_TRUE(faulted) << "a freed range is still readable";
+}
+
+// NVIDIA command streams carry 40-bit addresses (GPFIFO entries, QMD pointers), so every build, ASan's included,
+// must give the process a unified VA that ends at or below 2^40.
+TEST(VaSpaceTest, ProcessReservationEndsBelowTheNvidiaAddressLimit) {
+  if (std::getenv("HCQ_VA_SIZE_GB") != nullptr) GTEST_SKIP() << "HCQ_VA_SIZE_GB sets a size the limit may not hold";
+  const VaSpace& va = process().va;
+  EXPECT_LE(va.base() + va.size(), uint64_t{1} << 40) << "reservation at " << std::hex << va.base();
+}
+
+// Under ASan the unified VA lies in the runtime's shadow gap (hcq/va_layout.hpp). ASan must still check accesses
+// there, from instrumented code and from its memcpy interceptor alike, and not wave them through as foreign memory.
+TEST(VaSpaceTest, AddressSanitizerChecksTheUnifiedVa) {
+#if HCQ_ADDRESS_SANITIZER
+  const uint64_t va = process().va.alloc(2 * 4096);
+  void* p = ::mmap(reinterpret_cast<void*>(va), 2 * 4096, PROT_READ | PROT_WRITE,
+                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_EQ(p, reinterpret_cast<void*>(va));
+  char* bytes = static_cast<char*>(p);
+  ASAN_POISON_MEMORY_REGION(bytes + 4096, 4096);
+  EXPECT_EQ(__asan_region_is_poisoned(bytes, 2 * 4096), bytes + 4096);
+  static char source[256];
+  volatile size_t length = sizeof(source);  // not a constant: the copy goes through the interceptor
+  // Other tests may have left threads running (device workers): a forked child must re-execute.
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(std::memcpy(bytes + 4096 - 64, source, length), "use-after-poison");
+  EXPECT_DEATH(*static_cast<volatile char*>(bytes + 4096 + 100) = 1, "use-after-poison");
+  GTEST_FLAG_SET(death_test_style, style);
+  std::memcpy(bytes, source, length);  // the unpoisoned page is ordinary memory
+  ASAN_UNPOISON_MEMORY_REGION(bytes + 4096, 4096);
+  process().va.free(va, 2 * 4096);
+#else
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#endif
 }
 
 }  // namespace

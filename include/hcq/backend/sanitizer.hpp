@@ -3,18 +3,22 @@
 // Nothing here owns anything: compile-time facts about the build.
 #pragma once
 
-namespace hcq {
-
+// HCQ_ADDRESS_SANITIZER: 1 in an ASan build (gcc says so with __SANITIZE_ADDRESS__, clang with __has_feature), else
+// 0. A macro as well as the constant below, for what only an ASan build may define (hcq/process.cpp's
+// __asan_default_options).
 #if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
+#define HCQ_ADDRESS_SANITIZER 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
+#define HCQ_ADDRESS_SANITIZER 1
 #endif
-#else
-inline constexpr bool kAddressSanitizer = false;
 #endif
+#ifndef HCQ_ADDRESS_SANITIZER
+#define HCQ_ADDRESS_SANITIZER 0
+#endif
+
+namespace hcq {
+
+inline constexpr bool kAddressSanitizer = HCQ_ADDRESS_SANITIZER != 0;
 
 }  // namespace hcq
