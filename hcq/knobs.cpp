@@ -123,6 +123,8 @@ int debug() { return static_cast<int>(number_in("HCQ_DEBUG", 0, 0, 7, "a debug l
 
 bool noopt() { return switch_on("HCQ_NOOPT"); }
 
+bool sim_l2() { return !env("HCQ_SIM_L2") || switch_on("HCQ_SIM_L2"); }
+
 std::string cpu_cc() {
   if (auto cc = env("HCQ_CC")) return *cc;
   return executable_on_path("clang-19") ? "clang-19" : "clang";

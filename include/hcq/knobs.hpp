@@ -51,5 +51,8 @@ unsigned bundle_max();
 int debug();
 // HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup). 0 or 1.
 bool noopt();
+// HCQ_SIM_L2=0: the simulated GPUs keep no L2 model (a kernel's writes go straight to memory), to tell a missing cache
+// writeback from other bugs. 0 or 1, default 1. Read when a simulated GPU opens.
+bool sim_l2();
 
 }  // namespace hcq::knobs

@@ -104,6 +104,7 @@ TEST(KnobsRange, SwitchesAcceptOnlyZeroAndOne) {
   const std::vector<std::pair<const char*, std::function<bool()>>> switches = {
       {"HCQ_ASSERT_COMPILE", [] { return knobs::assert_compile(); }},
       {"HCQ_NOOPT", [] { return knobs::noopt(); }},
+      {"HCQ_SIM_L2", [] { return knobs::sim_l2(); }},
   };
   for (const auto& [name, read] : switches) {
     for (const std::string text : {"2", "-1", "yes", "true", " 1", "01", "18446744073709551615"})
@@ -115,6 +116,13 @@ TEST(KnobsRange, SwitchesAcceptOnlyZeroAndOne) {
     ScopedEnv off(name, "0");
     EXPECT_FALSE(read()) << name;
   }
+}
+
+// The one switch that is on unless turned off: the simulated GPUs' L2 model.
+TEST(KnobsRange, TheSimulatedL2IsOnByDefault) {
+  ScopedEnv restore("HCQ_SIM_L2", "0");  // put back as it was afterwards
+  ::unsetenv("HCQ_SIM_L2");
+  EXPECT_TRUE(knobs::sim_l2());
 }
 
 // POSIX extended regex matching `text` literally (death tests match the child's stderr with a regex).

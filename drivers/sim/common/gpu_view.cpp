@@ -177,10 +177,11 @@ bool GpuView::cache_fill(uintptr_t host) {
 
 void GpuView::writeback_line_locked(size_t i) {
   const Line line = lines_[i];
-  std::byte* p = at(line.va);
-  // Read-only first: a kernel writing this page meanwhile faults and waits for the lock, so no write is lost between
-  // the compare and the remap.
-  ::mprotect(p, kPage, PROT_READ);
+  // The page goes back to memory in the mirror first (one remap, no mprotect): a kernel writing it from now on faults
+  // and waits for the lock, so no write can fall between the compare below and the remap. The line's bytes are still
+  // in the pool, through the simulator's own mapping of it.
+  ::mmap(at(line.va), kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
+  const std::byte* p = pool_ + uint64_t{line.slot} * kPage;
   const std::byte* old = snapshot(line);
   for (uint64_t b = 0; b < kPage;) {
     if (p[b] == old[b]) {
@@ -193,7 +194,6 @@ void GpuView::writeback_line_locked(size_t i) {
     (void)n;  // a memfd write within its size does not fail short
     b = e;
   }
-  ::mmap(p, kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
   --nlines_;
   free_slots_[kLines - nlines_ - 1] = line.slot;
   lines_[i] = lines_[nlines_];

@@ -23,6 +23,7 @@
 #include "amd/target.hpp"
 #include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
 #include "sim/common/memfd_backing.hpp"
 #include "sim/kfd/sim_kfd_objects.hpp"
 
@@ -58,7 +59,8 @@ SimKfd::SimKfd(const std::vector<std::string>& targets, QueueRunnerFactory runne
     g->doorbells = *db;
     g->mmio = *mmio;
     g->view = GpuView::of_unified_va();
-    g->view->enable_cache();  // a kernel's writes reach memory through the writebacks its queue's commands ask for
+    // A kernel's writes reach memory through the writebacks its queue's commands ask for (HCQ_SIM_L2=0: at once).
+    if (knobs::sim_l2()) g->view->enable_cache();
     gpus_.push_back(std::move(g));
   }
 }

@@ -13,6 +13,7 @@
 
 #include "hcq/backend/align.hpp"
 #include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
 #include "nv/facts/gpfifo.hpp"
 #include "nv/rm/abi/classes.hpp"
 #include "nv/rm/abi/nvos.hpp"
@@ -64,7 +65,8 @@ SimNv::SimNv(const std::vector<std::string>& gpus, ChannelRunnerFactory runner_f
     if (!um) throw OutOfMemory(cat("simulated NVIDIA driver: no memory for ", gpus[i], "'s usermode page"));
     g->usermode = *um;
     g->view = GpuView::of_unified_va();
-    g->view->enable_cache();  // a kernel's writes reach memory through the writebacks its channel's methods ask for
+    // A kernel's writes reach memory through the writebacks its channel's methods ask for (HCQ_SIM_L2=0: at once).
+    if (knobs::sim_l2()) g->view->enable_cache();
     s().gpus.push_back(std::move(g));
   }
 }
