@@ -75,7 +75,7 @@ class Pm4CacheCommands : public ::testing::TestWithParam<std::string> {
 
 TEST_P(Pm4CacheCommands, SignalWritesBackBeforeItsValueLands) {
   uint32_t seen = ~0u;
-  host_.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa); };
+  host_.recorder.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa); };
   std::vector<uint32_t> w;
   amd::Pm4Encoder(*t_, w).signal(kDataVa, 5u);
   // Linux's fence (gfx_v9_0 without writeback-only, gfx_v11_0): the L2 written back and invalidated.
@@ -202,7 +202,7 @@ class AqlFenceScopes : public ::testing::Test {
       events_.push_back("kernel");
       return std::string();
     };
-    host_.on_caches = [this](uint8_t ops) {
+    host_.recorder.on_caches = [this](uint8_t ops) {
       std::lock_guard<std::mutex> lk(mu_);
       events_.push_back((ops == kWb    ? "writeback, signal "
                          : ops == kInv ? "invalidate, signal "

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cache_recorder.hpp"
 #include "../common/test_regions.hpp"
 
 #include "amd/target.hpp"
@@ -39,18 +40,10 @@ class TestHost final : public QueueHost, public sim::test::TestRegions {
     std::lock_guard<std::mutex> lk(mu_);
     faults_.push_back({address, is_memory_fault, reason});
   }
-  // Records each cache action in order; `on_caches`, when set, runs at the call (on the engine's thread) so a test
-  // can look at memory as it stands at that moment.
-  void caches(uint8_t ops) override {
-    if (on_caches) on_caches(ops);
-    std::lock_guard<std::mutex> lk(mu_);
-    caches_.push_back(ops);
-  }
-  std::function<void(uint8_t)> on_caches;
-  std::vector<uint8_t> cache_ops() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return caches_;
-  }
+  // Each cache action in order (recorder.on_caches runs at the call).
+  void caches(uint8_t ops) override { recorder.record(ops); }
+  std::vector<uint8_t> cache_ops() { return recorder.cache_ops(); }
+  hcq::test::CacheRecorder recorder;
 
   struct Fault {
     uint64_t address;
@@ -70,7 +63,6 @@ class TestHost final : public QueueHost, public sim::test::TestRegions {
   std::mutex mu_;
   std::atomic<uint64_t> watch_va_{~uint64_t{0}};
   std::atomic<int> watched_{0};
-  std::vector<uint8_t> caches_;
   std::vector<uint32_t> interrupts_;
   std::vector<Fault> faults_;
 };

@@ -70,7 +70,7 @@ TEST_P(NvCacheCommands, MemOpsAndTheirCacheActions) {
 
 TEST_P(NvCacheCommands, SemaphoreReleaseAfterAMembarSeesTheWriteBackFirst) {
   uint32_t seen = ~0u;
-  host_.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa); };
+  host_.recorder.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa); };
   Push p;
   mem_op(p, 0, 0, kOpMembar << kOpShift);
   nv::PushbufferEncoder(nv::arch_info(GetParam()), p.w).write(kDataVa, 9u, false);
@@ -144,7 +144,7 @@ TEST_P(NvCacheCommands, ShaderCacheInvalidates) {
 TEST_P(NvCacheCommands, ReportSemaphoreFlushesUnlessDisabled) {
   const auto& c = ch_->compute_class();
   uint32_t seen = ~0u;
-  host_.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa + 0x100); };
+  host_.recorder.on_caches = [&](uint8_t) { seen = host_.get<uint32_t>(kDataVa + 0x100); };
   const uint32_t one_word = field(c, "SET_REPORT_SEMAPHORE_D", "OPERATION", std::string_view("RELEASE")) |
                             field(c, "SET_REPORT_SEMAPHORE_D", "STRUCTURE_SIZE", std::string_view("ONE_WORD"));
   Push p;
@@ -169,7 +169,9 @@ TEST_P(NvCacheCommands, UndefinedReportOperationFaults) {
 
 TEST_P(NvCacheCommands, CopySignalFlushesBeforeItsSemaphore) {
   ch_.reset();
-  host_.on_caches = [&](uint8_t) { EXPECT_EQ(host_.get<uint64_t>(kDataVa), 0u) << "flushed after the release"; };
+  host_.recorder.on_caches = [&](uint8_t) {
+    EXPECT_EQ(host_.get<uint64_t>(kDataVa), 0u) << "flushed after the release";
+  };
   auto copy = std::make_unique<TestChannel>(host_, *group_, GetParam(), NvEngineKind::copy);
   const nv::NvArchInfo& a = nv::arch_info(GetParam());
   std::vector<uint32_t> w;

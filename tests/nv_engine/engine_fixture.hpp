@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/cache_recorder.hpp"
 #include "../common/test_regions.hpp"
 
 #include "nv/facts/arch.hpp"
@@ -39,18 +40,10 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
     faults_.push_back(f);
   }
   bool stopped_by_group(ChannelFault&) override { return false; }  // one channel, no group
-  // Records each cache action in order; `on_caches`, when set, runs at the call (on the engine's thread) so a test
-  // can look at memory as it stands at that moment.
-  void caches(uint8_t ops) override {
-    if (on_caches) on_caches(ops);
-    std::lock_guard<std::mutex> lk(mu_);
-    caches_.push_back(ops);
-  }
-  std::function<void(uint8_t)> on_caches;
-  std::vector<uint8_t> cache_ops() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return caches_;
-  }
+  // Each cache action in order (recorder.on_caches runs at the call).
+  void caches(uint8_t ops) override { recorder.record(ops); }
+  std::vector<uint8_t> cache_ops() { return recorder.cache_ops(); }
+  hcq::test::CacheRecorder recorder;
 
   void allow_classes(std::vector<uint32_t> c) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -64,7 +57,6 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
 
  private:
   std::mutex mu_;
-  std::vector<uint8_t> caches_;
   std::atomic<int> interrupts_{0};
   std::vector<uint32_t> classes_;
   std::vector<ChannelFault> faults_;

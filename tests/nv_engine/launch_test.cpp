@@ -135,7 +135,7 @@ TEST_P(NvEngineLaunch, KernelRunsAsItsTwinAndReleases) {
 // the payload, sees the grid's writes); the host's semaphore release after it asks for none.
 TEST_P(NvEngineLaunch, LaunchInvalidatesBeforeAndReleaseWritesBackAfter) {
   std::vector<std::string> events;
-  host_.on_caches = [&](uint8_t ops) {
+  host_.recorder.on_caches = [&](uint8_t ops) {
     events.push_back(std::string(ops == kCacheWriteback ? "writeback" : "invalidate") + " (out[0] " +
                      std::to_string(host_.get<uint32_t>(kOutVa)) + ", release " +
                      std::to_string(host_.get<uint64_t>(kDataVa)) + ")");
