@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/codegen/target.hpp"
 #include "framework/ir/node.hpp"
 
 namespace hcq::fw {
@@ -17,12 +18,6 @@ struct RenderedKernel {
   uint32_t num_bufs = 0;
   double flops = 0;  // per launch, for HCQ_DEBUG=2
   double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
-};
-
-// What the renderer needs to know of the device.
-struct TargetFacts {
-  unsigned workers = 1;  // CPU device: threads that run workgroups in parallel
-  bool optimize = true;  // false under HCQ_NOOPT=1
 };
 
 // C for the CPU device (clang, the HCQ kernel ABI's host section): ranges become loops, reduces accumulators, the
