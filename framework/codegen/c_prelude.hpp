@@ -69,7 +69,7 @@ inline constexpr const char* kHalfBits = R"(static inline float hcq_h2f(uint16_t
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   uint32_t u;
   if (e == 0) { const float v = (float)m * 0x1p-24f; return (h & 0x8000u) ? -v : v; }
-  if (e == 0x1fu) u = sign | 0x7f800000u | (m << 13);
+  if (e == 0x1fu) u = sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u); /* NaNs come out quiet */
   else u = sign | ((e + 112u) << 23) | (m << 13);
   float f; HCQ_MEMCPY(&f, &u, 4); return f;
 }
