@@ -20,8 +20,9 @@ struct RenderedKernel {
   double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
 };
 
-// C for the CPU device (clang, the HCQ kernel ABI's host section): ranges become loops, reduces accumulators, the
-// outermost output loop is split over workgroups (one per worker), loop-invariant values are hoisted.
+// C for the HCQ kernel ABI, for any target (target.hpp): ranges become loops, reduces accumulators, loop-invariant
+// values are hoisted. On the CPU device the outermost output loop is split over workgroups (one per worker); on a GPU
+// each thread computes one output element (a grid-stride loop over them). The per-target spellings are the prelude's.
 RenderedKernel render_c(const Node& kernel, const TargetFacts& facts);
 
 }  // namespace hcq::fw

@@ -1,6 +1,6 @@
-// The C renderer for the CPU device. Values are emitted once each (the IR is hash-consed, so a shared subtree is
-// one variable), at the outermost loop where all the ranges they depend on exist: a load that does not depend on a
-// reduce range is read before the reduce loop, not in it.
+// The C renderer, for the CPU device and the GPUs (render.hpp). Values are emitted once each (the IR is hash-consed,
+// so a shared subtree is one variable), at the outermost loop where all the ranges they depend on exist: a load that
+// does not depend on a reduce range is read before the reduce loop, not in it.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
