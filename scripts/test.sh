@@ -185,10 +185,10 @@ step() {
 step release build -Dbuildtype=release -Dwerror=true --
 # The framework's suites again on simulated GPUs, release build only: the same tests, with HCQ_DEVICE making the GPU
 # the default device (tests/framework_ops/default_device.cpp skips them when its compiler, NVRTC for SIM-NV, is not
-# installed). Left out: the tests that name their devices themselves, and the two whose expected messages name the
-# CPU device.
-FRAMEWORK_GPU_FILTER='Tensor*:*/Tensor*:Framework*:*/Framework*:-*FrameworkAcrossDevices*:*FrameworkGpuLaunch*'
-FRAMEWORK_GPU_FILTER+=':FrameworkOrdering.CopyBetweenDevicesOrdersKernelsOnBoth'
+# installed). The GPU-only ones among them (tests/framework_sched/gpu_under_test.hpp) run only here. Left out: the two
+# whose expected messages name the CPU device.
+FRAMEWORK_GPU_FILTER='Tensor*:*/Tensor*:Framework*:*/Framework*'
+FRAMEWORK_GPU_FILTER+=':-FrameworkOrdering.CopyBetweenDevicesOrdersKernelsOnBoth'
 FRAMEWORK_GPU_FILTER+=':FrameworkErrors.OutOfMemoryNamesDeviceSizeAndBytesInUse'
 for gpu in SIM-AMD:gfx1100 SIM-NV:hopper; do
   HCQ_DEVICE=$gpu shard_tag="-framework-${gpu//:/-}" run_tests "framework on $gpu" build \

@@ -138,6 +138,10 @@ bool is_cpu_device(Device& dev) {
 // host: read the source once its device has written it, then write the destination through its own copy path, on
 // its timeline. Every other copy is a device copy.
 void copy_between(Buffer& dst, const Buffer& src) {
+  // A device that faulted never advances its timeline: a copy would leave the other device waiting for it forever
+  // (every later submission there too). Its fault is the answer, with the device's context.
+  for (Device* d : {&src.device(), &dst.device()})
+    if (d->has_error()) d->synchronize();
   if (&src.device() == &dst.device() || !is_cpu_device(src.device()) || is_cpu_device(dst.device())) {
     dst.copy_from(src);
     return;

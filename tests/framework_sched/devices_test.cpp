@@ -1,4 +1,5 @@
-// Graphs that span devices: to() between the CPU and each simulated GPU, and between two GPUs, in one realize each.
+// Graphs that span devices: to() between the CPU and a GPU, and between two GPUs, in one realize each (on the GPU
+// HCQ_DEVICE names: gpu_under_test.hpp).
 // The scheduler makes the copies steps of their own; the engine orders them between the kernels of both devices
 // through the devices' timelines. Values are worked by hand; the counters say how many kernels and copies ran.
 #include <gtest/gtest.h>
@@ -6,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hcq/compiler.hpp"
+#include "framework_sched/gpu_under_test.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
@@ -14,17 +15,9 @@
 namespace hcq {
 namespace {
 
-// A simulated NVIDIA GPU compiles through NVRTC, which is optional: without it its tests skip, as the NV ones do.
-bool compiles(const std::string& device) {
-  return open_device(device).compiler().identity().find("unavailable") == std::string::npos;
-}
-
-class FrameworkAcrossDevices : public ::testing::TestWithParam<const char*> {};
-
 // CPU kernel -> copy -> GPU kernel -> copy -> CPU kernel, one realize: (2x + 1) * 3.
-TEST_P(FrameworkAcrossDevices, CpuToGpuAndBackInOneRealize) {
-  const std::string gpu = GetParam();
-  if (!compiles(gpu)) GTEST_SKIP() << gpu << ": its kernel compiler is unavailable (NVRTC not installed)";
+TEST(FrameworkAcrossDevices, CpuToGpuAndBackInOneRealize) {
+  FW_REQUIRE_GPU(gpu);
   Tensor x(std::vector<float>{1, 2, 3, 4}, {4}, "CPU");
   Tensor on_gpu = (x * 2).to(gpu) + 1;
   EXPECT_EQ(on_gpu.device(), gpu);
@@ -40,26 +33,21 @@ TEST_P(FrameworkAcrossDevices, CpuToGpuAndBackInOneRealize) {
 }
 
 // A reduce on the GPU of data made on the CPU, read back through to("CPU").
-TEST_P(FrameworkAcrossDevices, GpuReduceOfCpuData) {
-  const std::string gpu = GetParam();
-  if (!compiles(gpu)) GTEST_SKIP() << gpu << ": its kernel compiler is unavailable (NVRTC not installed)";
+TEST(FrameworkAcrossDevices, GpuReduceOfCpuData) {
+  FW_REQUIRE_GPU(gpu);
   Tensor x = Tensor::arange(0, 12, 1, "CPU").reshape({3, 4});  // rows 0..3, 4..7, 8..11
   Tensor s = x.to(gpu).sum(1).to("CPU");
   EXPECT_EQ(s.device().substr(0, 3), "CPU");
   EXPECT_EQ(s.data<int32_t>(), (std::vector<int32_t>{6, 22, 38}));
 }
 
-INSTANTIATE_TEST_SUITE_P(SimulatedGpus, FrameworkAcrossDevices, ::testing::Values("SIM-AMD:gfx1100", "SIM-NV:hopper"),
-                         [](const ::testing::TestParamInfo<const char*>& i) {
-                           return std::string(i.param).substr(0, 6) == "SIM-AM" ? "SimAmd" : "SimNv";
-                         });
-
-// From one GPU to its peer on the same (simulated) machine: the second GPU of SIM-AMD:gfx1100's KFD maps the first's
-// memory, so the copy is a device copy between them.
-TEST(FrameworkAcrossDevicesTwoGpus, ToThePeerGpuAndBack) {
-  Tensor x(std::vector<int32_t>{5, -1, 7}, {3}, "SIM-AMD:gfx1100");
-  Tensor y = ((x * 10).to("SIM-AMD:gfx1100:1") - 3).to("SIM-AMD:gfx1100") + 1;
-  EXPECT_EQ(y.device(), "SIM-AMD:gfx1100");
+// From one GPU to its peer on the same simulated machine (":1", the second GPU of its KFD or RM), and back.
+TEST(FrameworkAcrossDevices, ToThePeerGpuAndBack) {
+  FW_REQUIRE_GPU(gpu);
+  const std::string peer = gpu + ":1";
+  Tensor x(std::vector<int32_t>{5, -1, 7}, {3}, gpu);
+  Tensor y = ((x * 10).to(peer) - 3).to(gpu) + 1;
+  EXPECT_EQ(y.device(), gpu);
   EXPECT_EQ(y.data<int32_t>(), (std::vector<int32_t>{48, -12, 68}));
 }
 
