@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. release build, warnings as errors (build/)        -> every test, then the `hcq` tool's tests/tools scripts,
+#   1. release build, warnings as errors (build/)        -> every test, then the framework's suites on SIM-AMD:gfx1100
+#                                                            and SIM-NV:hopper, then the `hcq` tool's tests/tools scripts,
 #                                                            then tests/install (install, build a program against it),
 #                                                            then clang's thread-safety analysis of hcq/,
 #                                                            then the formatting check (scripts/format.sh --check)
@@ -19,7 +20,7 @@ case "${1:-}" in
   "") ;;
   --quick) quick=1 ;;
   -h | --help)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -182,6 +183,17 @@ step() {
 }
 
 step release build -Dbuildtype=release -Dwerror=true --
+# The framework's suites again on simulated GPUs, release build only: the same tests, with HCQ_DEVICE making the GPU
+# the default device (tests/framework_ops/default_device.cpp skips them when its compiler, NVRTC for SIM-NV, is not
+# installed). The GPU-only ones among them (tests/framework_sched/gpu_under_test.hpp) run only here. Left out: the two
+# whose expected messages name the CPU device.
+FRAMEWORK_GPU_FILTER='Tensor*:*/Tensor*:Framework*:*/Framework*'
+FRAMEWORK_GPU_FILTER+=':-FrameworkOrdering.CopyBetweenDevicesOrdersKernelsOnBoth'
+FRAMEWORK_GPU_FILTER+=':FrameworkErrors.OutOfMemoryNamesDeviceSizeAndBytesInUse'
+for gpu in SIM-AMD:gfx1100 SIM-NV:hopper; do
+  HCQ_DEVICE=$gpu shard_tag="-framework-${gpu//:/-}" run_tests "framework on $gpu" build \
+    --gtest_filter="$FRAMEWORK_GPU_FILTER"
+done
 # check <label> <command...>: runs a script that prints one line on success, bounded by the run timeout, and counts
 # it as one pass or one failure (with the end of its output).
 check() {

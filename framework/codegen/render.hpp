@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/codegen/target.hpp"
 #include "framework/ir/node.hpp"
 
 namespace hcq::fw {
@@ -19,14 +20,9 @@ struct RenderedKernel {
   double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
 };
 
-// What the renderer needs to know of the device.
-struct TargetFacts {
-  unsigned workers = 1;  // CPU device: threads that run workgroups in parallel
-  bool optimize = true;  // false under HCQ_NOOPT=1
-};
-
-// C for the CPU device (clang, the HCQ kernel ABI's host section): ranges become loops, reduces accumulators, the
-// outermost output loop is split over workgroups (one per worker), loop-invariant values are hoisted.
+// C for the HCQ kernel ABI, for any target (target.hpp): ranges become loops, reduces accumulators, loop-invariant
+// values are hoisted. On the CPU device the outermost output loop is split over workgroups (one per worker); on a GPU
+// each thread computes one output element (a grid-stride loop over them). The per-target spellings are the prelude's.
 RenderedKernel render_c(const Node& kernel, const TargetFacts& facts);
 
 }  // namespace hcq::fw

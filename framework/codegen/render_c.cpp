@@ -1,6 +1,6 @@
-// The C renderer for the CPU device. Values are emitted once each (the IR is hash-consed, so a shared subtree is
-// one variable), at the outermost loop where all the ranges they depend on exist: a load that does not depend on a
-// reduce range is read before the reduce loop, not in it.
+// The C renderer, for the CPU device and the GPUs (render.hpp). Values are emitted once each (the IR is hash-consed,
+// so a shared subtree is one variable), at the outermost loop where all the ranges they depend on exist: a load that
+// does not depend on a reduce range is read before the reduce loop, not in it.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -20,7 +20,7 @@ namespace {
 
 const char* storage_type(DType t) {
   switch (t) {
-    case DType::bool_: return "_Bool";
+    case DType::bool_: return "hcq_bool";
     case DType::int8: return "int8_t";
     case DType::uint8: return "uint8_t";
     case DType::int32: return "int32_t";
@@ -44,8 +44,8 @@ std::string round_half(DType t, const std::string& e) {
 
 std::string literal(DType t, double v) {
   if (is_float(t)) {
-    if (std::isnan(v)) return "__builtin_nanf(\"\")";
-    if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+    if (std::isnan(v)) return "HCQ_NANF";
+    if (std::isinf(v)) return v > 0 ? "HCQ_INFF" : "(-HCQ_INFF)";
     char buf[64];
     std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
     return buf[0] == '-' ? std::string("(") + buf + ")" : buf;
@@ -139,15 +139,17 @@ class CRenderer {
     for (const NodeData* r : out_ranges) work *= static_cast<double>(r->i[1]);
     for (int64_t e : reduce_extents) work *= static_cast<double>(e);
     uint32_t groups = 1;
-    if (facts_.optimize && !out_ranges.empty() && work >= 32768)
+    if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= 32768)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
     choose_upcast(kernel, out_ranges);
     if (lane_) rk.name += tag("_up", upcast_);
 
-    // Open the output loops; the outermost covers this workgroup's chunk when there are several.
+    // Open the output loops; the outermost covers this workgroup's chunk when there are several. A GPU runs one
+    // thread per output element instead (gpu_grid).
     Scope* cur = &root_;
-    for (size_t k = 0; k < out_ranges.size(); ++k) {
+    if (facts_.target != Target::cpu) cur = gpu_grid(out_ranges, rk);
+    for (size_t k = 0; k < out_ranges.size() && facts_.target == Target::cpu; ++k) {
       const NodeData* r = out_ranges[k];
       if (k == 0 && groups > 1) {
         int64_t chunk = (r->i[1] + groups - 1) / groups;
@@ -170,12 +172,15 @@ class CRenderer {
     cur->lines.push_back(lane_prefix(store.get()) + "b0[" + idx + "] = " + stored + ";");
     close_to(cur, &root_);
 
-    std::string src = kCPrelude;
+    std::string src = c_prelude(facts_.target);
+    for (const auto& [name, definition] : helpers_) src += definition;
     src += "HCQ_KERNEL(" + rk.name + ", " + std::to_string(rk.num_bufs) + ", 0) {\n";
-    src += "#pragma clang fp reassociate(on)\n";
+    // Lets clang vectorise float reductions (CPU) and reassociate (AMDGPU); NVRTC knows no clang pragmas.
+    if (facts_.target != Target::cuda) src += "#pragma clang fp reassociate(on)\n";
+    const char* restrict_kw = facts_.target == Target::cuda ? "* __restrict__ b" : "* restrict b";  // C++: no restrict
     for (const NodeData* p : params) {
       const std::string k = std::to_string(p->i[0]);
-      src += std::string("  ") + (p->i[0] == 0 ? "" : "const ") + storage_type(p->dtype) + "* restrict b" + k +
+      src += std::string("  ") + (p->i[0] == 0 ? "" : "const ") + storage_type(p->dtype) + restrict_kw + k +
              " = HCQ_BUF(" + storage_type(p->dtype) + ", " + k + ");\n";
     }
     for (const std::string& l : root_.lines) src += "  " + l + "\n";
@@ -185,12 +190,49 @@ class CRenderer {
   }
 
  private:
+  // A GPU's launch: one thread per output element, kGpuThreadsPerGroup threads per workgroup, as many workgroups as
+  // the output needs within the device's limit, and a grid-stride loop for outputs larger than the grid. Each thread
+  // recovers its output ranges from its element's flat index (row-major over the output ranges). Reduces stay loops
+  // inside the thread. Returns the scope of one element.
+  Scope* gpu_grid(const std::vector<const NodeData*>& out_ranges, RenderedKernel& rk) {
+    int64_t total = 1;
+    for (const NodeData* r : out_ranges) total *= r->i[1];
+    const int64_t local = std::min<int64_t>(facts_.threads_per_group, total);
+    const int64_t groups = std::min<int64_t>((total + local - 1) / local, facts_.max_groups);
+    rk.global = {static_cast<uint32_t>(groups), 1, 1};
+    rk.local = {static_cast<uint32_t>(local), 1, 1};
+    Scope* threads = open_scope(&root_, "HCQ_FOR_EACH_THREAD(lx, ly, lz) {");
+    Scope* element =
+        open_scope(threads, "for (int64_t gi = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(local) + " + lx; gi < " +
+                                std::to_string(total) + "; gi += " + std::to_string(groups * local) + ") {");
+    int64_t inner = total;
+    for (size_t k = 0; k < out_ranges.size(); ++k) {
+      const NodeData* r = out_ranges[k];
+      inner /= r->i[1];
+      const std::string v = tag("r", r->i[0]);
+      std::string e = "gi";
+      if (inner > 1) e += tag(" / ", inner);
+      if (k > 0) e += tag(" % ", r->i[1]);  // the first range is gi / inner < its extent already
+      element->lines.push_back("const int64_t " + v + " = " + e + ";");
+      range_scope_[r] = element;
+      names_[r] = v;
+    }
+    return element;
+  }
+
+  Scope* open_scope(Scope* parent, const std::string& header) {
+    auto* s = new Scope{parent, parent->depth + 1, header, {}};
+    owned_.emplace_back(s);
+    return s;
+  }
+
   // Upcast (tinygrad's UPCAST): in a reduce kernel, the last output loop steps by U and every value that depends on
   // it becomes a U-wide array computed in a short inner loop, which clang turns into vector code. Worth it when a
   // load in the reduce body does not depend on that loop (its value is reused U times, e.g. a row of a matmul's
   // left operand) and another reads it contiguously (the U lanes are one vector load).
   void choose_upcast(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
-    if (!facts_.optimize || out_ranges.empty()) return;
+    // GPUs: not yet (each thread computes one element; vector lanes across threads are a later part).
+    if (!facts_.optimize || out_ranges.empty() || facts_.target != Target::cpu) return;
     const NodeData* r = out_ranges.back();
     const NodeData* reduce = nullptr;
     for (const NodeData* n : toposort({kernel}))
@@ -353,7 +395,9 @@ class CRenderer {
       // overhead for a 3x3 window or a short row.
       std::string pragmas;
       if (lane_) pragmas += "_Pragma(\"clang loop vectorize(disable)\") ";
-      if (facts_.optimize && r->i[1] <= kUnrollLimit) pragmas += "_Pragma(\"clang loop unroll(full)\") ";
+      // NVRTC knows `unroll` (and clang, which builds the host twin, does too), not clang's loop pragmas.
+      if (facts_.optimize && r->i[1] <= kUnrollLimit)
+        pragmas += facts_.target == Target::cuda ? "_Pragma(\"unroll\") " : "_Pragma(\"clang loop unroll(full)\") ";
       cur = open_loop(cur, r, "0", std::to_string(r->i[1]), pragmas);
     }
     names_[n] = acc;  // refs below read it as a lane array when the reduce is upcast
@@ -402,15 +446,20 @@ class CRenderer {
     return std::string("(") + value_type(to) + ")" + a;
   }
 
-  static std::string bitcast(DType from, DType to, const std::string& a) {
+  // Bit casts go through a helper per pair of types (C11 and CUDA C++ share no other way: no statement expressions
+  // in NVRTC, no type punning through unions in C++).
+  std::string bitcast(DType from, DType to, const std::string& a) {
     std::string bits = a;  // the source's storage bits
     if (from == DType::float16) bits = "hcq_f2h(" + a + ")";
     if (from == DType::bfloat16) bits = "hcq_f2b(" + a + ")";
     if (to == DType::float16) return "hcq_h2f(" + bits + ")";
     if (to == DType::bfloat16) return "hcq_b2f(" + bits + ")";
     const std::string src_type = from == DType::float16 || from == DType::bfloat16 ? "uint16_t" : storage_type(from);
-    return std::string("({ ") + src_type + " s_ = " + bits + "; " + storage_type(to) +
-           " d_; __builtin_memcpy(&d_, &s_, sizeof d_); d_; })";
+    const std::string dst_type = storage_type(to);
+    const std::string fn = "hcq_bc_" + src_type + "_to_" + dst_type;
+    helpers_.try_emplace(fn, "static inline " + dst_type + " " + fn + "(" + src_type + " s) { " + dst_type +
+                                 " d; HCQ_MEMCPY(&d, &s, sizeof d); return d; }\n");
+    return fn + "(" + bits + ")";
   }
 
   std::string expr(const NodeData* n, const std::vector<std::string>& a) {
@@ -457,7 +506,8 @@ class CRenderer {
       case Op::MAX: return combine(Op::MAX, t, a[0], a[1]);
       case Op::MIN: return combine(Op::MIN, t, a[0], a[1]);
       case Op::POW:
-        if (f) return round_half(t, "powf(" + a[0] + ", " + a[1] + ")");
+        if (f)
+          return round_half(t, (facts_.target == Target::amdgpu ? "hcq_powf(" : "powf(") + a[0] + ", " + a[1] + ")");
         return std::string("(") + storage_type(t) + ")hcq_ipow(" + a[0] + ", " + a[1] + ")";
       case Op::CMPLT: return a[0] + " < " + a[1];
       case Op::CMPEQ: return a[0] + " == " + a[1];
@@ -482,6 +532,7 @@ class CRenderer {
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;
   std::unordered_map<const NodeData*, std::vector<const NodeData*>> deps_;
+  std::map<std::string, std::string> helpers_;  // name -> definition, emitted before the kernel
   int next_var_ = 0;
 };
 

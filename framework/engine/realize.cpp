@@ -122,6 +122,35 @@ std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, 
   return sched;
 }
 
+// Whether a device is the CPU device (its memory is the host's), by the interface it reports; remembered per device.
+bool is_cpu_device(Device& dev) {
+  static std::mutex mu;
+  static auto* known = new std::unordered_map<const Device*, bool>();
+  std::lock_guard lock(mu);
+  auto it = known->find(&dev);
+  if (it == known->end()) it = known->emplace(&dev, dev.info().interface == "cpu").first;
+  return it->second;
+}
+
+// A copy step. Buffer::copy_from lets the source's device drive a copy across devices; from the CPU device that is
+// a memcpy on the host into the destination's address, which a GPU's memory need not have on the host (a simulated
+// GPU's never does: the CPU copy worker faults). So a copy from the CPU device to another device goes through the
+// host: read the source once its device has written it, then write the destination through its own copy path, on
+// its timeline. Every other copy is a device copy.
+void copy_between(Buffer& dst, const Buffer& src) {
+  // A device that faulted never advances its timeline: a copy would leave the other device waiting for it forever
+  // (every later submission there too). Its fault is the answer, with the device's context.
+  for (Device* d : {&src.device(), &dst.device()})
+    if (d->has_error()) d->synchronize();
+  if (&src.device() == &dst.device() || !is_cpu_device(src.device()) || is_cpu_device(dst.device())) {
+    dst.copy_from(src);
+    return;
+  }
+  std::vector<std::byte> host(src.size());
+  src.copyout(host);
+  dst.copyin(host);
+}
+
 }  // namespace
 
 size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
@@ -198,7 +227,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   for (const Step& st : s.steps) {
     if (st.kind == Step::Kind::copy) {
       flush();
-      bufs[st.slots[0]]->copy_from(*bufs[st.slots[1]]);
+      copy_between(*bufs[st.slots[0]], *bufs[st.slots[1]]);
       g_copies.fetch_add(1);
       continue;
     }

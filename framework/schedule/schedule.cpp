@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "framework/codegen/render.hpp"
+#include "framework/codegen/target.hpp"
 #include "framework/engine/compile.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/lower.hpp"
@@ -40,7 +41,7 @@ struct Pending {
 // or read /sys for the core count); HCQ_NOOPT is read each time.
 TargetFacts facts_for(const std::string& device) {
   struct Known {
-    std::string interface;
+    DeviceInfo info;
     unsigned workers;
   };
   static std::mutex mu;
@@ -49,17 +50,10 @@ TargetFacts facts_for(const std::string& device) {
   {
     std::lock_guard lock(mu);
     auto it = known->find(device);
-    if (it == known->end())
-      it = known->emplace(device, Known{open_device(device).info().interface, knobs::cpu_threads()}).first;
+    if (it == known->end()) it = known->emplace(device, Known{open_device(device).info(), knobs::cpu_threads()}).first;
     k = it->second;
   }
-  if (k.interface != "cpu")
-    throw InvalidArgument(cat("framework: no kernel code generator for ", device, " (", k.interface,
-                              ") yet: the framework runs on the CPU device; move tensors there with to(\"CPU\")"));
-  TargetFacts f;
-  f.workers = k.workers;
-  f.optimize = !knobs::noopt();
-  return f;
+  return target_facts(k.info, k.workers, !knobs::noopt());
 }
 
 // Whether every LOAD of kernel buffer `local` reads at exactly the store's index.

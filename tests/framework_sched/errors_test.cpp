@@ -1,6 +1,7 @@
 // The framework's errors: each typed, each message with its context, asserted exactly.
 #include <gtest/gtest.h>
 
+#include "framework/codegen/target.hpp"
 #include "framework/engine/compile.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -50,11 +51,15 @@ TEST(FrameworkErrors, DtypeErrors) {
             "data: the tensor is float32, not int32 (cast it, or use tolist())");
 }
 
+// The code generator is chosen by the interface the device reports; one it does not know is refused by name (no
+// such device opens here, so its report is made up).
 TEST(FrameworkErrors, DeviceWithoutCodeGeneratorIsRefusedByName) {
-  Tensor a = Tensor::ones({4}, dtypes::float32, "SIM-AMD:gfx1100");
-  EXPECT_EQ(message_of<InvalidArgument>([&] { (void)(a + 1).realize(); }),
-            "framework: no kernel code generator for SIM-AMD:gfx1100 (sim-kfd) yet: the framework runs on the CPU "
-            "device; move tensors there with to(\"CPU\")");
+  DeviceInfo info;
+  info.name = "METAL:0";
+  info.interface = "metal";
+  EXPECT_EQ(message_of<InvalidArgument>([&] { (void)fw::target_facts(info, 1, true); }),
+            "framework: no kernel code generator for METAL:0 (metal) yet: the framework runs on the CPU, AMD and NV "
+            "devices; move tensors to one of them with to()");
 }
 
 TEST(FrameworkErrors, OutOfMemoryNamesDeviceSizeAndBytesInUse) {
