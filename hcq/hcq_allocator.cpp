@@ -154,19 +154,21 @@ Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const
   std::lock_guard lock(mu_);
 
   const bool peer = &src_dev != &dst_dev;
-  if (peer) {
-    // Unified VA: the peer sees each buffer at the same address once it is mapped there.
-    src_dev.map_memory(dst);
-    dst_dev.map_memory(src);
-  }
-  // The source's copy queue runs after everything already queued on both devices (the destination may still be
-  // reading or writing dst)...
-  auto copy = src_dev.copy_queue();
-  const Completion copied = src_dev.submit(*copy, [&](HWQueue& q) {
-    if (peer) q.wait(dst_dev.timeline_signal(), dst_dev.timeline_value() - 1);
+  // The source's copy queue moves the bytes, unless the source is the CPU device and the destination is memory the
+  // host does not map: the CPU cannot reach it, the destination's copy engine can reach host memory.
+  const bool dst_drives = peer && !dst.host_mapped && src_dev.info().interface == "cpu";
+  Device& driver = dst_drives ? dst_dev : src_dev;
+  Device& other = dst_drives ? src_dev : dst_dev;
+  // Unified VA: the driver sees the other device's buffer at the same address once it is mapped there.
+  if (peer) driver.map_memory(dst_drives ? src : dst);
+  // The driver's copy queue runs after everything already queued on both devices (the other may still be reading
+  // or writing its buffer)...
+  auto copy = driver.copy_queue();
+  const Completion copied = driver.submit(*copy, [&](HWQueue& q) {
+    if (peer) q.wait(other.timeline_signal(), other.timeline_value() - 1);
     q.copy(dst.va + dst_off, src.va + src_off, size);
   });
-  if (!peer) return copied;
+  if (!peer || dst_drives) return copied;
   // ...and the destination's timeline does not move past this point until the copy is done, so whatever is
   // queued next on the destination sees the data.
   auto join = dst_dev.compute_queue();

@@ -176,6 +176,13 @@ void CpuDevice::free_memory(const Allocation& a) {
 
 void CpuDevice::map_memory(const Allocation& a) {
   if (a.device == this || a.size == 0) return;
+  // The CPU device's workers reach memory through the host's own mapping: another device's memory the host does not
+  // map (VRAM without host access) would be a SIGSEGV in a worker, so it is refused here instead.
+  if (!a.host_mapped)
+    throw InvalidArgument(cat(name(), ": cannot map ", a.size, " bytes at ", hex(a.va), " of ",
+                              a.device ? a.device->name() : std::string("another device"),
+                              ": the host does not map that memory, so the CPU cannot reach it (let that device's "
+                              "copy queue move it, or allocate it with cpu_access)"));
   const uint64_t bytes = a.handle >= a.size ? a.handle : a.size;
   if (auto* owner = dynamic_cast<CpuDevice*>(a.device); owner && !a.spec.external_ptr) {
     std::lock_guard lock(owner->peers_mu_);
