@@ -206,7 +206,7 @@ TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   EXPECT_EQ(view_.dirty_lines(), 0u);
 }
 
-// A full cache writes its oldest line back to make room, as an L2 evicts; unmapping writes a range's lines back.
+// A full cache writes a line back to make room, as an L2 evicts; unmapping writes a range's lines back.
 TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;
   auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);

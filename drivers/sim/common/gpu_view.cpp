@@ -161,7 +161,7 @@ bool GpuView::cache_fill(uintptr_t host) {
   if (!r || !r->writable) return false;
   for (size_t i = 0; i < nlines_; ++i)
     if (lines_[i].va == page) return true;          // another thread filled it meanwhile: retry into it
-  if (nlines_ == kLines) writeback_line_locked(0);  // full: the oldest line goes to memory
+  if (nlines_ == kLines) writeback_line_locked(0);  // full: a line goes to memory to make room
   Line line{page, r->fd, r->offset + (page - r->va), free_slots_[kLines - nlines_ - 1]};
   std::byte* p = at(page);
   std::byte* slot = pool_ + uint64_t{line.slot} * kPage;
@@ -170,7 +170,7 @@ bool GpuView::cache_fill(uintptr_t host) {
   std::memcpy(snapshot(line), slot, kPage);
   if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, pool_fd_,
              static_cast<off_t>(uint64_t{line.slot} * kPage)) == MAP_FAILED)
-    return false;
+    return false;  // the OS refused the mapping (out of map areas): the write stays the kernel's fault, not lost
   lines_[nlines_++] = line;
   return true;
 }

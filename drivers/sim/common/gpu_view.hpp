@@ -20,7 +20,7 @@
 // "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map). A writeback compares each
 // line with its snapshot and writes only the bytes that changed to memory (so the host's own writes to the rest of
 // the page survive, as a cache's byte masks keep them), then maps the page clean again. Lines are pages; the cache
-// holds kLines of them and evicts the oldest when full; bytes of a line no kernel changed follow memory
+// holds kLines of them and writes one back to make room when full; bytes of a line no kernel changed follow memory
 // (refresh_clean_bytes, before each kernel), as the untouched lines of a real cache would. Not modelled: stale clean lines (reads always see memory or
 // the GPU's own dirty lines), so a missing invalidate goes unnoticed.
 //
