@@ -35,7 +35,7 @@ GpuView::GpuView(uint64_t base, uint64_t size) : base_(base), size_(size) {
 
 std::unique_ptr<GpuView> GpuView::of_unified_va() {
   const VaSpace& va = process().va;
-  return std::make_unique<GpuView>(va.base(), va.size());
+  return std::make_unique<GpuView>(va.base(), std::min(va.size(), kMaxMirrorBytes));
 }
 
 GpuView::~GpuView() {

@@ -9,7 +9,8 @@
 // Memory without an fd (userptr / OS-descriptor host pages) cannot be mapped twice and is not mirrored; twins reach it
 // through the driver's translate(), checked at its first byte only (docs/architecture.md, "The simulated GPUs' MMU").
 //
-// Cost: one mmap per GPU mapping made or removed; nothing per access (a twin runs at native speed).
+// Cost: one mmap per GPU mapping made or removed; nothing per access (a twin runs at native speed); 32 GiB of address
+// space (no memory) per simulated GPU.
 //
 // The GPU's L2 as a write-back cache (when enabled): a kernel's writes reach memory — what the host, the copy and
 // packet engines and other GPUs read — only when a command writes the cache back (QueueHost::caches, kCacheWriteback)
@@ -52,7 +53,12 @@ class GpuView {
 
   // A mirror of GPU VA [base, base + size), nothing mapped yet. Throws OutOfMemory when the address space is refused.
   GpuView(uint64_t base, uint64_t size);
-  // A mirror of the process's unified VA range (hcq::process().va), where the backends place GPU memory.
+  // A mirror of the process's unified VA range (hcq::process().va), where the backends place GPU memory: its first
+  // kMaxMirrorBytes. The VA space hands out its lowest free range first, so that is where a process's buffers are;
+  // memory beyond it is not mirrored (twins reach it through the driver's translate(), as memory without an fd).
+  // The cap keeps every simulated GPU of a process within reach of ThreadSanitizer's 1.5 TiB application ranges
+  // (a test process holds some twenty simulated GPUs open).
+  static constexpr uint64_t kMaxMirrorBytes = uint64_t{32} << 30;
   static std::unique_ptr<GpuView> of_unified_va();
   ~GpuView();
   GpuView(const GpuView&) = delete;
