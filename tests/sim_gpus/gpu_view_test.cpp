@@ -89,6 +89,17 @@ TEST_F(GpuViewTest, EveryOtherAccessFaultsWithItsAddressAndKind) {
   EXPECT_EQ(f->va, kBase + 4);
 }
 
+// A kernel indexing far past the mirror's end (up to a 32-bit index of 4-byte elements) or a little before its start
+// lands in its guards: a fault at the VA it computed, not an access to whatever host memory lies there.
+TEST_F(GpuViewTest, PastTheMirrorIsAFaultToo) {
+  for (const uint64_t va : {kBase + kSpan + (uint64_t{15} << 30), kBase - 8}) {
+    const auto f = access(va, Op::write);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->va, va);
+    EXPECT_EQ(f->access, GuestAccess::write);
+  }
+}
+
 // A driver whose mappings change in many places re-derives the list: only what differs is remapped, partial unmaps
 // keep the rest, and ranges outside the mirror or without memory are not shown.
 TEST_F(GpuViewTest, ShowKeepsExactlyTheGivenRanges) {

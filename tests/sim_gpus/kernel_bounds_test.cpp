@@ -15,6 +15,7 @@
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/registry.hpp"
+#include "sim/common/gpu_view.hpp"
 #include "sim_gpus/sim_gpus.hpp"
 
 namespace hcq {
@@ -70,33 +71,35 @@ class SimKernelBounds : public ::testing::TestWithParam<SimGpu> {
     return {};
   }
 
-  // A 4 KiB buffer with nothing mapped after it: a hole of the unified VA reserved by the test (so no allocation can
-  // land there), starting where the buffer's VA range ends. Allocations fill earlier holes first; a few tries reach
-  // the end of the used range.
+  // A 4 KiB buffer and, above it within a 32-bit index's reach, a hole of the unified VA reserved by the test (so no
+  // allocation can land there): writes from the buffer into the hole go past its end into memory nobody maps. The
+  // VA space hands out its lowest free range first, so a hole that lands below the buffer (in a gap) is kept,
+  // filling that gap, and the next one is tried.
   Allocation buffer_before_hole() {
-    for (int attempt = 0; attempt < 256; ++attempt) {
-      const Allocation a = dev_->alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
-      allocs_.push_back(a);
+    const Allocation a = dev_->alloc_memory(4096, BufferSpec{.cpu_access = true, .zero = true});
+    allocs_.push_back(a);
+    EXPECT_LT(a.va - process().va.base(), sim::GpuView::kMaxMirrorBytes) << "the buffer is outside the GPU's mirror";
+    std::vector<uint64_t> gaps;
+    for (int attempt = 0; attempt < 64 && !hole_; ++attempt) {
       const uint64_t hole = process().va.alloc(kHoleBytes);
-      // The buffer's own VA range may be rounded up to the GPU's page size (2 MiB at most).
-      if (hole > a.va && hole - a.va <= (uint64_t{2} << 20)) {
-        hole_ = hole;
-        return a;
-      }
-      process().va.free(hole, kHoleBytes);
+      if (hole > a.va && hole + kHoleBytes - a.va <= kIndexReach) hole_ = hole;
+      else gaps.push_back(hole);
     }
-    ADD_FAILURE() << "no 4 KiB buffer followed by free VA after 256 allocations";
-    return allocs_.back();
+    for (uint64_t g : gaps) process().va.free(g, kHoleBytes);
+    EXPECT_NE(hole_, 0u) << "no free VA above the buffer within reach of a 32-bit index";
+    return a;
   }
 
   static constexpr uint64_t kHoleBytes = uint64_t{2} << 30;
+  static constexpr uint64_t kIndexReach = uint64_t{16} << 30;  // a uint32_t index of 4-byte elements
   std::unique_ptr<Device> dev_;
   std::vector<Allocation> allocs_;
   uint64_t hole_ = 0;
 };
 
-// Past the end at several distances: the next page, 64 KiB, 1 MiB, 2 MiB (where the process used to die on SIM-AMD),
-// 16 MiB and almost 2 GiB. Each fault names its exact address; the buffer itself is untouched.
+// Past the end at several distances into the hole: its first page, then 64 KiB, 1 MiB, 2 MiB (a write 2 MiB past a
+// buffer used to kill the process on SIM-AMD), 16 MiB and almost 2 GiB further. Each fault names its exact address;
+// the buffer itself is untouched.
 TEST_P(SimKernelBounds, WritesPastTheEndFaultAtTheirAddress) {
   for (const uint64_t distance : {uint64_t{0}, uint64_t{64} << 10, uint64_t{1} << 20, (uint64_t{2} << 20) + 8,
                                   uint64_t{16} << 20, kHoleBytes - 4}) {

@@ -26,11 +26,12 @@ void reserve_at(std::byte* at, uint64_t size) {
 GpuView::GpuView(uint64_t base, uint64_t size) : base_(base), size_(size) {
   if (size == 0 || base % kPage || size % kPage || base + size < base)
     throw InvalidArgument(cat("GPU view of ", hex(base), " (+", size, " bytes): not a page-aligned range"));
-  void* p = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const uint64_t reserved = kGuardBefore + size + kGuardAfter;
+  void* p = ::mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    throw OutOfMemory(cat("simulated GPU: no address space for the mirror of its page tables (", size,
+    throw OutOfMemory(cat("simulated GPU: no address space for the mirror of its page tables (", reserved,
                           " bytes): ", std::strerror(errno)));
-  mirror_ = static_cast<std::byte*>(p);
+  mirror_ = static_cast<std::byte*>(p) + kGuardBefore;
 }
 
 std::unique_ptr<GpuView> GpuView::of_unified_va() {
@@ -39,7 +40,7 @@ std::unique_ptr<GpuView> GpuView::of_unified_va() {
 }
 
 GpuView::~GpuView() {
-  ::munmap(mirror_, size_);
+  ::munmap(mirror_ - kGuardBefore, kGuardBefore + size_ + kGuardAfter);
   if (snapshots_) ::munmap(snapshots_, kLines * kPage);
   if (pool_) ::munmap(pool_, kLines * kPage);
   if (pool_fd_ >= 0) ::close(pool_fd_);

@@ -10,7 +10,7 @@
 // through the driver's translate(), checked at its first byte only (docs/architecture.md, "The simulated GPUs' MMU").
 //
 // Cost: one mmap per GPU mapping made or removed; nothing per access (a twin runs at native speed); 32 GiB of address
-// space (no memory) per simulated GPU.
+// space (no memory, guards included) per simulated GPU.
 //
 // The GPU's L2 as a write-back cache (when enabled): a kernel's writes reach memory — what the host, the copy and
 // packet engines and other GPUs read — only when a command writes the cache back (QueueHost::caches, kCacheWriteback)
@@ -56,9 +56,12 @@ class GpuView {
   // A mirror of the process's unified VA range (hcq::process().va), where the backends place GPU memory: its first
   // kMaxMirrorBytes. The VA space hands out its lowest free range first, so that is where a process's buffers are;
   // memory beyond it is not mirrored (twins reach it through the driver's translate(), as memory without an fd).
-  // The cap keeps every simulated GPU of a process within reach of ThreadSanitizer's 1.5 TiB application ranges
-  // (a test process holds some twenty simulated GPUs open).
-  static constexpr uint64_t kMaxMirrorBytes = uint64_t{32} << 30;
+  // The cap keeps every simulated GPU of a process (32 GiB of address space each, with the guards) within
+  // ThreadSanitizer's 1.5 TiB application ranges (a test process holds some twenty simulated GPUs open).
+  static constexpr uint64_t kMaxMirrorBytes = uint64_t{16} << 30;
+  // Inaccessible address space around the mirror, so that a kernel indexing far past its last buffer (a 32-bit index
+  // of 4-byte elements reaches 16 GiB) or a little before its first faults in the guard instead of leaving it.
+  static constexpr uint64_t kGuardBefore = uint64_t{1} << 20, kGuardAfter = uint64_t{16} << 30;
   static std::unique_ptr<GpuView> of_unified_va();
   ~GpuView();
   GpuView(const GpuView&) = delete;
@@ -71,9 +74,11 @@ class GpuView {
   }
   // The mirror address of `va` (covers(va, 1) must hold), and back.
   std::byte* at(uint64_t va) const { return mirror_ + (va - base_); }
+  // Whether `p` lies in the mirror or its guards (va_of then names the GPU VA it stands for, outside [base, base +
+  // size) in a guard).
   bool in_mirror(const void* p) const {
-    const auto a = reinterpret_cast<uintptr_t>(p), m = reinterpret_cast<uintptr_t>(mirror_);
-    return a >= m && a - m < size_;
+    const auto a = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(mirror_) - kGuardBefore;
+    return a >= lo && a - lo < kGuardBefore + size_ + kGuardAfter;
   }
   uint64_t va_of(const void* p) const {
     return base_ + (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(mirror_));
