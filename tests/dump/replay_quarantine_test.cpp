@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../tools/hcq-dump/live_commands.hpp"
+#include "../common/device_param_name.hpp"
 #include "cli.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
@@ -105,12 +106,7 @@ TEST_P(DumpReplayQuarantine, TimedOutSignalIsNeverReused) {
 
 // Devices no other test leaves hung or faulted (DumpLive does so to CPU:6, SIM-AMD:gfx1100 and SIM-NV:hopper).
 INSTANTIATE_TEST_SUITE_P(Devices, DumpReplayQuarantine, ::testing::Values("CPU:5", "SIM-AMD:gfx1201", "SIM-NV:ga100"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::device_param_name);
 
 }  // namespace
 }  // namespace hcq

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../../tools/hcq-dump/live_commands.hpp"
+#include "../common/device_param_name.hpp"
 #include "hcq/allocator.hpp"
 #include "hcq/backend/capture.hpp"
 #include "hcq/bundle.hpp"
@@ -204,12 +205,7 @@ TEST_P(DumpLive, ReplayOutcomes) {
 // CPU:6, not CPU:0: these tests leave their device hung and faulted (a sticky error), and the tests that run after
 // them (the framework's op suite among them) use CPU:0.
 INSTANTIATE_TEST_SUITE_P(Devices, DumpLive, ::testing::Values("CPU:6", "SIM-AMD:gfx1100", "SIM-NV:hopper"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::device_param_name);
 
 // The readers take anything: hostile lines are problems, never crashes.
 TEST(DumpLiveReader, HostileLinesAreReportedNotFatal) {

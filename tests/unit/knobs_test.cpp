@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/device_param_name.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
@@ -235,12 +236,7 @@ TEST_P(KnobsQueueDestructor, BadWaitTimeoutDoesNotTerminate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, KnobsQueueDestructor, ::testing::Values("CPU:4", "SIM-AMD:gfx1100", "SIM-NV:hopper"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         test::device_param_name);
 
 }  // namespace
 }  // namespace hcq
