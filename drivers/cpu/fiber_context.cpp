@@ -75,7 +75,8 @@ namespace {
 constexpr size_t kPage = 4096;
 }
 
-FiberStack::FiberStack(size_t bytes) : bytes_((bytes + kPage - 1) & ~(kPage - 1)) {
+FiberStack::FiberStack(size_t bytes, unsigned color)
+    : bytes_((bytes + kPage - 1) & ~(kPage - 1)), stagger_((color * size_t{192}) % kPage) {
   map_bytes_ = bytes_ + kPage;
   void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw DeviceFault(cat("cannot map a ", bytes_, "-byte stack for a workgroup thread"));
@@ -100,11 +101,11 @@ void FiberStack::start(FiberContext& ctx, void (*entry)()) {
   ctx.tsan_fiber = tsan_fiber_;
   ctx.asan_fake_stack = nullptr;
 #if defined(__x86_64__)
-  auto* top = reinterpret_cast<uint64_t*>(lo + bytes_);  // 16-byte aligned: bytes_ is whole pages
-  top[-1] = 0;                                           // no caller: backtraces stop here
-  top[-2] = reinterpret_cast<uint64_t>(entry);           // popped by ret; entry then sees rsp % 16 == 8
-  for (int i = 3; i <= 8; ++i) top[-i] = 0;              // rbp, rbx, r12-r15
-  uint32_t fp[2] = {0x1f80, 0x037f};                     // MXCSR and x87 control word at their reset values
+  auto* top = reinterpret_cast<uint64_t*>(lo + bytes_ - stagger_);  // 16-byte aligned: so are bytes_ and stagger_
+  top[-1] = 0;                                                      // no caller: backtraces stop here
+  top[-2] = reinterpret_cast<uint64_t>(entry);                      // popped by ret; entry then sees rsp % 16 == 8
+  for (int i = 3; i <= 8; ++i) top[-i] = 0;                         // rbp, rbx, r12-r15
+  uint32_t fp[2] = {0x1f80, 0x037f};                                // MXCSR and x87 control word at their reset values
   std::memcpy(&top[-9], fp, sizeof fp);
   ctx.sp = &top[-9];
 #else

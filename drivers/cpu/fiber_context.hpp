@@ -36,8 +36,10 @@ struct FiberContext {
 
 class FiberStack {
  public:
-  // `bytes` usable, a PROT_NONE guard page below. Throws hcq::DeviceFault when the memory cannot be had.
-  explicit FiberStack(size_t bytes);
+  // `bytes` usable, a PROT_NONE guard page below. `color` staggers where the first frame starts (by 192 bytes a
+  // color, modulo a page): stacks a page multiple apart would otherwise put every fiber's hot frames in the same L1
+  // cache sets. Throws hcq::DeviceFault when the memory cannot be had.
+  FiberStack(size_t bytes, unsigned color);
   ~FiberStack();
   FiberStack(const FiberStack&) = delete;
   FiberStack& operator=(const FiberStack&) = delete;
@@ -52,6 +54,7 @@ class FiberStack {
   unsigned char* map_ = nullptr;  // guard page, then the stack
   size_t map_bytes_ = 0;
   size_t bytes_ = 0;
+  size_t stagger_ = 0;
   void* tsan_fiber_ = nullptr;
 };
 

