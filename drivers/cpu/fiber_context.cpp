@@ -94,12 +94,26 @@ FiberStack::~FiberStack() {
   ::munmap(map_, map_bytes_);
 }
 
-void FiberStack::start(FiberContext& ctx, void (*entry)()) {
+void FiberStack::start(void (*entry)()) {
   unsigned char* lo = map_ + kPage;
+  FiberContext& ctx = ctx_;
   ctx.stack_lo = lo;
   ctx.stack_bytes = bytes_;
-  ctx.tsan_fiber = tsan_fiber_;
   ctx.asan_fake_stack = nullptr;
+#if defined(HCQ_FIBER_ASAN)
+  // The frames of an abandoned fiber keep their redzones poisoned: the new fiber would trip over them.
+  if (started_) __asan_unpoison_memory_region(lo, bytes_);
+#endif
+#if defined(HCQ_FIBER_TSAN)
+  // ... and stay on TSan's shadow call stack of the fiber: a fresh TSan fiber.
+  if (started_) {
+    __tsan_destroy_fiber(tsan_fiber_);
+    tsan_fiber_ = __tsan_create_fiber(0);
+  }
+#endif
+  started_ = true;
+  live_ = true;
+  ctx.tsan_fiber = tsan_fiber_;
 #if defined(__x86_64__)
   auto* top = reinterpret_cast<uint64_t*>(lo + bytes_ - stagger_);  // 16-byte aligned: so are bytes_ and stagger_
   top[-1] = 0;                                                      // no caller: backtraces stop here
@@ -117,18 +131,7 @@ void FiberStack::start(FiberContext& ctx, void (*entry)()) {
 #endif
 }
 
-void FiberStack::abandoned(FiberContext& ctx) {
-#if defined(HCQ_FIBER_ASAN)
-  // Its frames' redzones stay poisoned: the next fiber here would trip over them.
-  __asan_unpoison_memory_region(map_ + kPage, bytes_);
-#endif
-#if defined(HCQ_FIBER_TSAN)
-  // TSan's shadow call stack of the fiber still holds the frames that never returned.
-  __tsan_destroy_fiber(tsan_fiber_);
-  tsan_fiber_ = __tsan_create_fiber(0);
-#endif
-  ctx.tsan_fiber = tsan_fiber_;
-}
+void FiberStack::abandon() { live_ = false; }
 
 void capture_thread_context(FiberContext& ctx) {
   pthread_attr_t attr;
@@ -146,11 +149,9 @@ void capture_thread_context(FiberContext& ctx) {
 #endif
 }
 
-void switch_fiber(FiberContext& from, FiberContext& to, bool last) {
+void switch_fiber(FiberContext& from, FiberContext& to) {
 #if defined(HCQ_FIBER_ASAN)
-  __sanitizer_start_switch_fiber(last ? nullptr : &from.asan_fake_stack, to.stack_lo, to.stack_bytes);
-#else
-  (void)last;
+  __sanitizer_start_switch_fiber(&from.asan_fake_stack, to.stack_lo, to.stack_bytes);
 #endif
 #if defined(HCQ_FIBER_TSAN)
   __tsan_switch_to_fiber(to.tsan_fiber, 0);

@@ -7,8 +7,7 @@
 // __sanitizer_start/finish_switch_fiber, TSan: one TSan fiber per stack), or they would report the other stacks'
 // frames as overflows or races.
 //
-// Lifetime: a Stack is reused for fiber after fiber; start() begins a fresh fiber on it, and a fiber that never ends
-// (abandoned at a fault) is simply started over (abandoned(): its sanitizer state is renewed).
+// Lifetime: a FiberStack's fiber serves user after user; one left mid-way (abandoned at a fault) is started over.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +33,9 @@ struct FiberContext {
   void* asan_fake_stack = nullptr;
 };
 
+// A stack and the fiber that lives on it. The fiber's entry function is a loop that serves one user after another
+// (switching away between them), so a stack's fiber is started once and resumed from then on; only a fiber left
+// mid-way (a fault, an error) is started afresh for its next user.
 class FiberStack {
  public:
   // `bytes` usable, a PROT_NONE guard page below. `color` staggers where the first frame starts (by 192 bytes a
@@ -44,17 +46,23 @@ class FiberStack {
   FiberStack(const FiberStack&) = delete;
   FiberStack& operator=(const FiberStack&) = delete;
 
-  // Makes `ctx` a fresh context that, switched to, calls entry() on this stack. entry must never return (it
-  // switches away for the last time instead).
-  void start(FiberContext& ctx, void (*entry)());
-  // The fiber that ran here was left mid-way (a fault): clear what the sanitizers remember of its frames.
-  void abandoned(FiberContext& ctx);
+  // The fiber's context while it is switched away.
+  FiberContext& context() { return ctx_; }
+  // A fiber lives here, waiting in its entry's loop to be resumed.
+  bool live() const { return live_; }
+  // Makes the context a fresh fiber that, switched to, calls entry() on this stack. entry must never return.
+  void start(void (*entry)());
+  // The fiber here was left mid-way and is never resumed: the next user starts a fresh one.
+  void abandon();
 
  private:
   unsigned char* map_ = nullptr;  // guard page, then the stack
   size_t map_bytes_ = 0;
   size_t bytes_ = 0;
   size_t stagger_ = 0;
+  FiberContext ctx_;
+  bool live_ = false;
+  bool started_ = false;  // a fiber ran here before
   void* tsan_fiber_ = nullptr;
 };
 
@@ -62,9 +70,8 @@ class FiberStack {
 // switch; TSan needs its fiber handle).
 void capture_thread_context(FiberContext& ctx);
 
-// Saves the current context into `from` and resumes `to`. `last`: the current fiber ends here and is never resumed
-// (ASan frees its fake stack).
-void switch_fiber(FiberContext& from, FiberContext& to, bool last = false);
+// Saves the current context into `from` and resumes `to`.
+void switch_fiber(FiberContext& from, FiberContext& to);
 // Called first thing in a fiber's entry function and after every switch_fiber returns (the sanitizers' half of the
 // switch that happens on the new stack). switch_fiber calls it itself for the resumed side; entry() must call it.
 void fiber_entered(FiberContext& self);

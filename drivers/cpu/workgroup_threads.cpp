@@ -40,10 +40,9 @@ struct Runner;
 
 // The kernel ABI names it (opaque there): one thread of the workgroup being run.
 struct hcq_thread_ {
-  hcq_dispatch d;  // the thread's own copy: local_id set
-  hcq::cpu::FiberContext ctx;
-  hcq::cpu::FiberStack* stack = nullptr;
-  size_t shared_next = 0;  // where its next HCQ_SHARED array starts in the arena
+  hcq_dispatch d;                         // the thread's own copy: local_id set
+  hcq::cpu::FiberStack* stack = nullptr;  // the fiber it runs on, from its first run to its end
+  size_t shared_next = 0;                 // where its next HCQ_SHARED array starts in the arena
   hcq::cpu::ThreadState state = hcq::cpu::ThreadState::ready;
 };
 
@@ -97,7 +96,7 @@ struct Runner {
     return s;
   }
   void give_stack(hcq_thread_& t, bool abandoned) {
-    if (abandoned) t.stack->abandoned(t.ctx);
+    if (abandoned) t.stack->abandon();
     free_stacks.push_back(t.stack);
     t.stack = nullptr;
   }
@@ -113,7 +112,7 @@ struct Runner {
   [[noreturn]] void fail(hcq_thread_& t, std::string why) {
     if (error.empty()) error = std::move(why);
     t.state = ThreadState::failed;
-    switch_fiber(t.ctx, main);
+    switch_fiber(t.stack->context(), main);
     __builtin_trap();  // never resumed
   }
 
@@ -135,14 +134,17 @@ std::string thread_text(const hcq_thread_& t) {
   return cat("thread (", t.d.local_id[0], ",", t.d.local_id[1], ",", t.d.local_id[2], ")");
 }
 
-void thread_entry() {
+// A fiber's life: run the thread the runner resumed it for, park, and run the next one when resumed again.
+void fiber_main() {
   Runner& r = *t_runner;
-  hcq_thread_& t = *r.current;
-  fiber_entered(t.ctx);
-  r.body(&t.d, &t);
-  t.state = ThreadState::done;
-  switch_fiber(t.ctx, r.main, /*last=*/true);
-  __builtin_trap();  // a finished fiber is never resumed
+  FiberStack& stack = *r.current->stack;
+  fiber_entered(stack.context());
+  for (;;) {
+    hcq_thread_& t = *r.current;
+    r.body(&t.d, &t);
+    t.state = ThreadState::done;
+    switch_fiber(stack.context(), r.main);
+  }
 }
 
 void Runner::run(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thread_*)) {
@@ -179,10 +181,10 @@ void Runner::run(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thre
       hcq_thread_& t = threads[i];
       if (!t.stack) {
         t.stack = take_stack();
-        t.stack->start(t.ctx, thread_entry);
+        if (!t.stack->live()) t.stack->start(fiber_main);
       }
       current = &t;
-      switch_fiber(main, t.ctx);
+      switch_fiber(main, t.stack->context());
       current = nullptr;
       if (t.state == ThreadState::done) give_stack(t, false);
       if (!error.empty()) return finish();
@@ -209,7 +211,7 @@ void run_threads(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thre
 
 void barrier(hcq_thread_* t) {
   t->state = ThreadState::waiting;
-  switch_fiber(t->ctx, t_runner->main);
+  switch_fiber(t->stack->context(), t_runner->main);
 }
 
 void* shared_array(hcq_thread_* t, size_t bytes, size_t align) {

@@ -330,7 +330,7 @@ void count_threads(const hcq_dispatch* d, hcq_thread_* t) {
   ++*reinterpret_cast<uint32_t*>(reinterpret_cast<const uint64_t*>(d->kernargs)[0]);
 }
 TEST(SimGuardedFibers, AFaultOnAFiberEndsTheRunAndLeavesTheRunnerUsable) {
-  for (int round = 0; round < 50; ++round) {
+  for (int round = 0; round < 20; ++round) {
     sim::GuardedRun guard(nullptr);
     std::byte* bad = guard.stand_in(0xbad000);
     ASSERT_NE(bad, nullptr);
