@@ -207,7 +207,18 @@ void Runner::run(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thre
   finish();
 }
 
-void run_threads(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thread_*)) { runner().run(d, fn); }
+// Why the runner itself could not run a workgroup (no memory for its arena or a stack), for a thread without one.
+thread_local std::string t_setup_error;
+
+// Called from the kernel's C code: nothing may propagate out of it.
+void run_threads(const hcq_dispatch* d, void (*fn)(const hcq_dispatch*, hcq_thread_*)) noexcept {
+  try {
+    runner().run(d, fn);
+  } catch (const std::exception& e) {
+    if (t_runner) t_runner->finish();
+    t_setup_error = e.what();
+  }
+}
 
 void barrier(hcq_thread_* t) {
   t->state = ThreadState::waiting;
@@ -236,6 +247,7 @@ void attach_workgroup_threads(hcq_dispatch& d, uint64_t seed) {
 }
 
 std::string take_workgroup_error() {
+  if (!t_setup_error.empty()) return std::exchange(t_setup_error, std::string());
   if (!t_runner || t_runner->error.empty()) return {};
   return std::exchange(t_runner->error, std::string());
 }
