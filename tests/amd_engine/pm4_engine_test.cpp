@@ -181,6 +181,35 @@ TEST_P(Pm4EngineTest, FailedDispatchFaultsTheQueue) {
   ASSERT_EQ(host_.faults().size(), 1u);
 }
 
+// COMPUTE_PGM_RSRC2.LDS_SIZE is the LDS each workgroup gets: all of a workgroup's share (64 KiB on every simulated
+// part) runs, one granule more is refused at the dispatch.
+TEST_P(Pm4EngineTest, LdsBeyondWhatAWorkgroupMayHaveFaults) {
+  const amd::Field* lds = nullptr;
+  for (const amd::Field& f : t_->regs->find("COMPUTE_PGM_RSRC2")->fields)
+    if (f.name == "lds_size") lds = &f;
+  ASSERT_NE(lds, nullptr);
+  const uint32_t fits = 65536 / t_->lds_granule_bytes;
+  ASSERT_LE(fits + 1, lds->mask()) << "the field cannot say more than the limit";
+  const auto dispatch = [&](uint32_t blocks) {
+    q_ = std::make_unique<TestQueue>(host_, *group_, *t_, SimQueueType::compute_pm4);
+    std::vector<uint32_t> w;
+    Pm4Encoder e(*t_, w);
+    amd::KernelInfo k;
+    k.rsrc2 = lds->place(blocks);
+    k.wave32 = t_->wave32;
+    amd::DispatchArgs a;
+    a.code_addr = uint64_t{0x100000};
+    e.exec(k, a);
+    q_->submit(w);
+    return q_->settle();
+  };
+  EXPECT_EQ(dispatch(fits), RunnerState::idle) << q_->runner().describe();
+  ASSERT_EQ(dispatch(fits + 1), RunnerState::faulted);
+  EXPECT_NE(q_->runner().fault().reason.find("LDS_SIZE of " + std::to_string((fits + 1) * t_->lds_granule_bytes)),
+            std::string::npos)
+      << q_->runner().fault().reason;
+}
+
 TEST_P(Pm4EngineTest, IndirectBuffersRunNestedAndOnce) {
   // IB2: signal. IB1: interrupt, wait, call IB2. Ring: IB1, then a signal.
   std::vector<uint32_t> ib2, ib1, ring;
