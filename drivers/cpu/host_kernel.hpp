@@ -1,14 +1,16 @@
 // A host kernel: the function the CPU compiler builds from a kernel source (the host section of
 // include/hcq/kernel_abi.h), with its argument counts, and how it runs over a grid: one call per workgroup with its
-// group id set, x fastest, shaped for CpuThreadPool::parallel_for.
+// group id set, x fastest, shaped for CpuThreadPool::parallel_for, with the runner of HCQ_THREAD_KERNEL attached to
+// its dispatch (workgroup_threads.hpp).
 //
 // Published for other backends, by the path "cpu/host_kernel.hpp" from the drivers/ root: the simulators' host twins
 // run GPU kernels as CPU builds of the same source. What they may use from the CPU backend is this header,
-// cpu/elf_loader.hpp (loading host code), cpu/cpu_thread_pool.hpp (the pool a grid runs on) and
-// cpu/cpu_compiler.hpp; the rest of drivers/cpu/ is private to the CPU device. These stay here rather than move to
-// drivers/common/ because a twin must run a kernel exactly as the CPU device does (the same compiler flags, the
-// loader's symbol whitelist that matches the ABI's host section, the same workgroup order): the CPU backend is their
-// one owner, and the twins are its clients.
+// cpu/elf_loader.hpp (loading host code), cpu/cpu_thread_pool.hpp (the pool a grid runs on), cpu/cpu_compiler.hpp
+// and cpu/workgroup_threads.hpp (the thread-kernel runner, whose jump hooks the guarded run calls); the rest of
+// drivers/cpu/ is private to the CPU device. These stay here rather than move to drivers/common/ because a twin must
+// run a kernel exactly as the CPU device does (the same compiler flags, the loader's symbol whitelist that matches
+// the ABI's host section, the same workgroup and thread order): the CPU backend is their one owner, and the twins
+// are its clients.
 #pragma once
 
 #include <atomic>
