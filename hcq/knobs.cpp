@@ -125,6 +125,10 @@ bool noopt() { return switch_on("HCQ_NOOPT"); }
 
 bool sim_l2() { return !env("HCQ_SIM_L2") || switch_on("HCQ_SIM_L2"); }
 
+uint64_t sim_thread_seed() {
+  return number_in("HCQ_SIM_THREAD_SEED", kDefaultSimThreadSeed, 0, UINT64_MAX, "a whole number");
+}
+
 std::string cpu_cc() {
   if (auto cc = env("HCQ_CC")) return *cc;
   return executable_on_path("clang-19") ? "clang-19" : "clang";

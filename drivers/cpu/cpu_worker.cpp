@@ -13,6 +13,7 @@
 #include "cpu_thread_pool.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "hcq/knobs.hpp"
 #include "host_kernel.hpp"
 
 namespace hcq::cpu {
@@ -319,16 +320,30 @@ bool CpuWorker::exec_kernel(const uint32_t* p, const Where& at, uint32_t header)
     }
   }
 
-  GridJob job{kernel->fn, hcq_dispatch{reinterpret_cast<const unsigned char*>(kernargs),
-                                       reinterpret_cast<const uint32_t*>(kernargs + uint64_t{kernel->nbufs} * 8),
-                                       {0, 0, 0},
-                                       {global[0], global[1], global[2]},
-                                       {local[0], local[1], local[2]}}};
+  hcq_dispatch base{};
+  base.kernargs = reinterpret_cast<const unsigned char*>(kernargs);
+  base.vals = reinterpret_cast<const uint32_t*>(kernargs + uint64_t{kernel->nbufs} * 8);
+  for (int d = 0; d < 3; ++d) {
+    base.num_groups[d] = global[d];
+    base.local_size[d] = local[d];
+  }
+  uint64_t seed = 0;
+  try {
+    seed = knobs::sim_thread_seed();
+  } catch (const Error& e) {
+    fault(at, header, e.what());
+    return false;
+  }
+  GridJob job(kernel->fn, base, seed);
   const uint64_t groups = uint64_t{global[0]} * global[1] * global[2];
   if (groups == 1 || !pool_) {
-    run_workgroups(&job, 0, groups);  // the common small launch runs inline: no hand-off to other threads
+    GridJob::run_workgroups(&job, 0, groups);  // the common small launch runs inline: no hand-off to other threads
   } else {
-    pool_->parallel_for(groups, run_workgroups, &job);
+    pool_->parallel_for(groups, GridJob::run_workgroups, &job);
+  }
+  if (std::string why = job.error(); !why.empty()) {
+    fault(at, header, "kernel: " + why);
+    return false;
   }
   return true;
 }

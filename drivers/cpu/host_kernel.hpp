@@ -11,9 +11,13 @@
 // one owner, and the twins are its clients.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 
 #include "hcq/kernel_abi.h"
+#include "workgroup_threads.hpp"
 
 namespace hcq::cpu {
 
@@ -25,22 +29,47 @@ struct KernelEntry {
   uint32_t nvals = 0;
 };
 
-struct GridJob {
-  KernelFn fn;
-  hcq_dispatch base;  // everything but group_id, which is filled per workgroup
-};
-
-// Runs workgroups [begin, end) of the GridJob at `ctx`.
-inline void run_workgroups(void* ctx, uint64_t begin, uint64_t end) {
-  const auto& job = *static_cast<const GridJob*>(ctx);
-  hcq_dispatch d = job.base;
-  const uint64_t gx = d.num_groups[0], gxy = gx * d.num_groups[1];
-  for (uint64_t i = begin; i < end; ++i) {
-    d.group_id[0] = static_cast<uint32_t>(i % gx);
-    d.group_id[1] = static_cast<uint32_t>((i % gxy) / gx);
-    d.group_id[2] = static_cast<uint32_t>(i / gxy);
-    job.fn(&d);
+// A launch: the kernel, its dispatch (with the workgroup-threads runner attached for HCQ_THREAD_KERNEL, seeded with
+// `thread_seed`) and, after it ran, why it failed (a thread kernel that broke the barrier rules), if it did.
+class GridJob {
+ public:
+  GridJob(KernelFn fn, const hcq_dispatch& base, uint64_t thread_seed) : fn_(fn), base_(base) {
+    attach_workgroup_threads(base_, thread_seed);
   }
-}
+
+  // Runs workgroups [begin, end) of the GridJob at `ctx`; shaped for CpuThreadPool::parallel_for. After a workgroup
+  // fails, the remaining ones are skipped.
+  static void run_workgroups(void* ctx, uint64_t begin, uint64_t end) {
+    auto& job = *static_cast<GridJob*>(ctx);
+    hcq_dispatch d = job.base_;
+    const uint64_t gx = d.num_groups[0], gxy = gx * d.num_groups[1];
+    for (uint64_t i = begin; i < end; ++i) {
+      if (job.failed_.load(std::memory_order_relaxed)) return;
+      d.group_id[0] = static_cast<uint32_t>(i % gx);
+      d.group_id[1] = static_cast<uint32_t>((i % gxy) / gx);
+      d.group_id[2] = static_cast<uint32_t>(i / gxy);
+      job.fn_(&d);
+      if (std::string why = take_workgroup_error(); !why.empty()) {
+        std::lock_guard lock(job.mu_);
+        if (job.error_.empty()) job.error_ = std::move(why);
+        job.failed_.store(true, std::memory_order_relaxed);
+        return;
+      }
+    }
+  }
+
+  // "" when every workgroup ran; call after the run.
+  std::string error() const {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+
+ private:
+  KernelFn fn_;
+  hcq_dispatch base_;  // everything but group_id, which is filled per workgroup
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mu_;
+  std::string error_;
+};
 
 }  // namespace hcq::cpu

@@ -14,6 +14,20 @@
  *     }
  *   }
  *
+ * A kernel whose threads share memory and meet at barriers is written per thread instead (its body runs once for
+ * every thread of the workgroup):
+ *
+ *   HCQ_THREAD_KERNEL(sum128, 2, 0) {               // 128 threads per workgroup
+ *     HCQ_SHARED(float, s, 128);                    // workgroup-shared; declarations first
+ *     uint32_t t = HCQ_LOCAL_ID(0);
+ *     s[t] = HCQ_BUF(float, 1)[HCQ_GLOBAL_ID(0, t)];
+ *     for (uint32_t k = 64; k > 0; k >>= 1) {
+ *       HCQ_BARRIER();
+ *       if (t < k) s[t] += s[t + k];
+ *     }
+ *     if (t == 0) HCQ_BUF(float, 0)[HCQ_GROUP_ID(0)] = s[0];
+ *   }
+ *
  * The file has one common part (the magic, the descriptor, the kernarg layout, the launch block and the macros a
  * kernel uses) and one section per target, picked by what the compiler predefines:
  *   host    the CPU device (C11 through clang), the simulators' host twins (the same source, built by the CPU
@@ -77,11 +91,22 @@ typedef struct hcq_launch_block {
 } hcq_launch_block;
 
 /* What a kernel uses. Each target section defines the primitives behind them: the dispatch struct a body sees as
- * `hcq_d`, HCQ_DESC_LINKAGE_, HCQ_ENTRY_, HCQ_KERNARG_SPACE_, HCQ_VALS_, HCQ_GROUP_ID, HCQ_NUM_GROUPS,
- * HCQ_LOCAL_SIZE and HCQ_FOR_EACH_THREAD. */
+ * `hcq_d`, HCQ_DESC_LINKAGE_, HCQ_ENTRY_, HCQ_THREAD_ENTRY_, HCQ_KERNARG_SPACE_, HCQ_VALS_, HCQ_GROUP_ID,
+ * HCQ_NUM_GROUPS, HCQ_LOCAL_SIZE, HCQ_LOCAL_ID, HCQ_SHARED, HCQ_BARRIER and HCQ_FOR_EACH_THREAD.
+ *
+ * HCQ_KERNEL's body describes the whole workgroup (HCQ_FOR_EACH_THREAD inside); HCQ_THREAD_KERNEL's body runs once
+ * per thread, with HCQ_LOCAL_ID(d) its local id, HCQ_SHARED(T, name, n); declaring `name`, n elements of T shared by
+ * the workgroup's threads (only at the top of the body, before other statements; several allowed; contents undefined
+ * at start), and HCQ_BARRIER(); the workgroup barrier, with release/acquire ordering of shared and global memory.
+ * Every thread of the workgroup must reach the same barriers: one that returns while others wait, or a barrier only
+ * some reach, hangs or is undefined on a GPU; the host runs it as a kernel fault. HCQ_SHARED and HCQ_BARRIER belong
+ * to HCQ_THREAD_KERNEL only (on the host they do not compile elsewhere). */
 #define HCQ_KERNEL(name, nbufs, nvals)                                                             \
   HCQ_DESC_LINKAGE_ const hcq_kernel_desc name##_hcq_desc = {HCQ_KERNEL_MAGIC, (nbufs), (nvals)}; \
   HCQ_ENTRY_(name, nbufs, nvals)
+#define HCQ_THREAD_KERNEL(name, nbufs, nvals)                                                      \
+  HCQ_DESC_LINKAGE_ const hcq_kernel_desc name##_hcq_desc = {HCQ_KERNEL_MAGIC, (nbufs), (nvals)}; \
+  HCQ_THREAD_ENTRY_(name, nbufs, nvals)
 #define HCQ_BUF(T, i) ((T *)(uintptr_t)((const HCQ_KERNARG_SPACE_ uint64_t *)hcq_d->kernargs)[i])
 #define HCQ_VAL(i) (HCQ_VALS_[i])
 #define HCQ_GLOBAL_ID(d, l) (HCQ_GROUP_ID(d) * HCQ_LOCAL_SIZE(d) + (l))
@@ -90,20 +115,42 @@ typedef struct hcq_launch_block {
 #if defined(HCQ_TARGET_HOST)
 
 /* The device calls the kernel once per workgroup, possibly from several threads at once for different
- * workgroups, with the launch shape in the dispatch (no launch block). */
+ * workgroups, with the launch shape in the dispatch (no launch block).
+ *
+ * An HCQ_THREAD_KERNEL's entry hands its per-thread body to run_threads_, which runs every thread of the workgroup
+ * in its own context (own stack, own dispatch copy with local_id set): HCQ_BARRIER() suspends the thread until all
+ * have arrived, then they resume one after another in a seeded pseudo-random order (thread_seed_, the knob
+ * HCQ_SIM_THREAD_SEED), each running to its next barrier or its end without interruption; HCQ_SHARED takes its
+ * array from a per-workgroup arena filled with 0xff bytes at the start of each workgroup, so a read that no barrier
+ * orders after its write sees garbage instead of passing by luck. The runner is drivers/cpu/workgroup_threads.hpp;
+ * the fields after num_groups/local_size are appended so that HCQ_KERNEL kernels built before them still work. */
+typedef struct hcq_thread_ hcq_thread_; /* a thread's context in the runner (opaque) */
 typedef struct hcq_dispatch {
   const unsigned char *kernargs; /* buffers (8-byte addresses), then 32-bit values */
   const uint32_t *vals;          /* = kernargs + HCQ_KERNARG_VALS_OFFSET(nbufs) */
   uint32_t group_id[3], num_groups[3], local_size[3];
+  uint32_t local_id[3];  /* HCQ_THREAD_KERNEL: this thread's local id (0 elsewhere) */
+  uint64_t thread_seed_; /* the order threads resume in after a barrier derives from it */
+  void (*run_threads_)(const struct hcq_dispatch *, void (*)(const struct hcq_dispatch *, hcq_thread_ *));
+  void (*barrier_)(hcq_thread_ *);
+  void *(*shared_)(hcq_thread_ *, size_t bytes, size_t align); /* the thread's next HCQ_SHARED array */
 } hcq_dispatch;
 
 #define HCQ_DESC_LINKAGE_
 #define HCQ_KERNARG_SPACE_
 #define HCQ_ENTRY_(name, nbufs, nvals) void name(const hcq_dispatch *hcq_d)
+#define HCQ_THREAD_ENTRY_(name, nbufs, nvals)                                      \
+  static void name##_hcq_thread(const hcq_dispatch *hcq_d, hcq_thread_ *hcq_thr_); \
+  void name(const hcq_dispatch *hcq_d) { hcq_d->run_threads_(hcq_d, name##_hcq_thread); } \
+  static void name##_hcq_thread(const hcq_dispatch *hcq_d, hcq_thread_ *hcq_thr_)
 #define HCQ_VALS_ (hcq_d->vals)
 #define HCQ_GROUP_ID(d) (hcq_d->group_id[d])
 #define HCQ_NUM_GROUPS(d) (hcq_d->num_groups[d])
 #define HCQ_LOCAL_SIZE(d) (hcq_d->local_size[d])
+#define HCQ_LOCAL_ID(d) (hcq_d->local_id[d])
+#define HCQ_SHARED(T, name, n) \
+  T *const name = (T *)hcq_d->shared_(hcq_thr_, sizeof(T) * (size_t)(n), __alignof__(T))
+#define HCQ_BARRIER() hcq_d->barrier_(hcq_thr_)
 
 /* Loops over the threads of this workgroup, x fastest, binding lx, ly, lz (uint32_t). */
 #define HCQ_FOR_EACH_THREAD(lx, ly, lz)                         \
@@ -172,6 +219,17 @@ static inline __attribute__((always_inline)) uint32_t hcq_group_id(uint32_t d) {
 #define HCQ_LOCAL_ID_X_ __builtin_amdgcn_workitem_id_x()
 #define HCQ_LOCAL_ID_Y_ __builtin_amdgcn_workitem_id_y()
 #define HCQ_LOCAL_ID_Z_ __builtin_amdgcn_workitem_id_z()
+/* Shared memory is LDS (address space 3): a function-scope static array, left uninitialized (LDS cannot be
+ * initialized; the compiler sums the kernel's arrays into the code object's group_segment_fixed_size, which the
+ * dispatch passes on). The barrier: stores before it are released to the workgroup, S_BARRIER, then acquired. */
+#define HCQ_SHARED(T, name, n) \
+  static __attribute__((address_space(3), loader_uninitialized)) T name[(n)]
+#define HCQ_BARRIER()                                      \
+  do {                                                     \
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); \
+    __builtin_amdgcn_s_barrier();                          \
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); \
+  } while (0)
 
 /* Math: what the AMDGPU backend lowers natively maps to clang builtins; any other libm call is an undefined symbol
  * and fails the link with its name. */
@@ -243,11 +301,17 @@ struct alignas(8) hcq_kernargs {
 #define HCQ_LOCAL_ID_X_ threadIdx.x
 #define HCQ_LOCAL_ID_Y_ threadIdx.y
 #define HCQ_LOCAL_ID_Z_ threadIdx.z
+/* Static shared memory: the cubin's .nv.shared.<kernel> section, whose size the launch puts in the QMD. */
+#define HCQ_SHARED(T, name, n) __shared__ T name[(n)]
+#define HCQ_BARRIER() __syncthreads()
 
 #endif /* HCQ_TARGET_NV */
 
 /* ================================================================ both GPU targets */
 #if defined(HCQ_TARGET_AMDGPU) || defined(HCQ_TARGET_NV)
+/* A GPU runs the body once per thread already: a thread kernel is a kernel whose body reads its own local id. */
+#define HCQ_THREAD_ENTRY_(name, nbufs, nvals) HCQ_ENTRY_(name, nbufs, nvals)
+#define HCQ_LOCAL_ID(d) ((uint32_t)((d) == 0 ? HCQ_LOCAL_ID_X_ : (d) == 1 ? HCQ_LOCAL_ID_Y_ : HCQ_LOCAL_ID_Z_))
 /* Every GPU thread runs the body once, with its own local ids bound. */
 #define HCQ_FOR_EACH_THREAD(lx, ly, lz)                                                            \
   for (uint32_t lz = HCQ_LOCAL_ID_Z_, ly = HCQ_LOCAL_ID_Y_, lx = HCQ_LOCAL_ID_X_, hcq_once_ = 1; \

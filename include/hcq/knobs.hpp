@@ -54,5 +54,11 @@ bool noopt();
 // HCQ_SIM_L2=0: the simulated GPUs keep no L2 model (a kernel's writes go straight to memory), to tell a missing cache
 // writeback from other bugs. 0 or 1, default 1. Read when a simulated GPU opens.
 bool sim_l2();
+// HCQ_SIM_THREAD_SEED: the seed of the order in which the host runs the threads of an HCQ_THREAD_KERNEL workgroup
+// after each barrier (the simulators' twins and the CPU device; drivers/cpu/workgroup_threads.hpp). Default
+// kDefaultSimThreadSeed, so CI runs one order; any other value shows another interleaving. 0..2^64-1. Read at each
+// launch.
+inline constexpr uint64_t kDefaultSimThreadSeed = 1;
+uint64_t sim_thread_seed();
 
 }  // namespace hcq::knobs

@@ -297,6 +297,40 @@ TEST_F(AqlEngineTest, UnmappedKernelObjectFaults) {
   EXPECT_EQ(q_->runner().fault().address, 0x1230000u);
 }
 
+// The packet's group_segment_size is the LDS the CP gives each workgroup: at least the kernel descriptor's
+// group_segment_fixed_size (bytes 0..3), at most what a workgroup may have (64 KiB on every simulated part).
+TEST_F(AqlEngineTest, GroupSegmentSizeCoversTheKernelAndFitsTheLds) {
+  host_.set<uint32_t>(kKernelObject, 512);
+  const auto dispatch = [&](uint32_t group_segment) {
+    std::vector<uint32_t> pkt;
+    amd::AqlDispatch d;
+    d.kernel_object = kKernelObject;
+    d.kernarg_addr = kKernarg;
+    d.groups = {Sym(1u), Sym(1u), Sym(1u)};
+    d.local = {Sym(64u), Sym(1u), Sym(1u)};
+    d.group_segment_size = group_segment;
+    amd::AqlEncoder(*t_, pkt).dispatch(d);
+    put(pkt);
+    q_->publish();
+    return q_->settle();
+  };
+  ASSERT_EQ(dispatch(512), RunnerState::idle) << q_->runner().describe();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ASSERT_EQ(dispatches_.size(), 1u);
+    EXPECT_EQ(dispatches_[0].group_segment_size, 512u);
+  }
+  ASSERT_EQ(dispatch(256), RunnerState::faulted);
+  EXPECT_NE(
+      q_->runner().fault().reason.find("group_segment_size 256 is below the kernel's group_segment_fixed_size 512"),
+      std::string::npos)
+      << q_->runner().fault().reason;
+  q_ = std::make_unique<TestQueue>(host_, *group_, *t_, SimQueueType::compute_aql, 64 * 16);
+  ASSERT_EQ(dispatch(65537), RunnerState::faulted);
+  EXPECT_NE(q_->runner().fault().reason.find("65537 exceeds the 65536 bytes of LDS"), std::string::npos)
+      << q_->runner().fault().reason;
+}
+
 // ---- deterministic mode ----
 
 TEST(AmdEngineDeterministic, QueuesOnOneThreadWaitOnEachOther) {

@@ -199,6 +199,17 @@ AqlProcessor::Outcome AqlProcessor::dispatch(const Where& at, uint64_t packet_va
     return Outcome::done;
   }
   if (const std::string why = scratch_error(d, desc); !why.empty()) return fault(at, 0, false, why);
+  // HSA: the packet's group_segment_size is the LDS the CP allocates per workgroup; it covers at least the kernel's
+  // static LDS (a smaller one lets the kernel's LDS accesses run past its allocation) and fits the CU's LDS.
+  if (d.group_segment_size < desc.group_segment_fixed_size)
+    return fault(at, 0, false,
+                 "KERNEL_DISPATCH group_segment_size " + std::to_string(d.group_segment_size) +
+                     " is below the kernel's group_segment_fixed_size " +
+                     std::to_string(desc.group_segment_fixed_size));
+  if (d.group_segment_size > ctx_.desc().lds_bytes)
+    return fault(at, 0, false,
+                 "KERNEL_DISPATCH group_segment_size " + std::to_string(d.group_segment_size) + " exceeds the " +
+                     std::to_string(ctx_.desc().lds_bytes) + " bytes of LDS a workgroup may have");
   acquire();
   const QueueContext::DispatchError err = ctx_.run_dispatch(d);
   if (err.failed())

@@ -537,6 +537,14 @@ Pm4Executor::Outcome Pm4Executor::dispatch_direct(const Where& at) {
                                                   sh(t_.cregs.scratch_base_lo + 1), ctx_);
       !why.empty())
     return fault(at, 0, false, why);
+  // COMPUTE_PGM_RSRC2.LDS_SIZE is the LDS each workgroup gets, in the target's granules: more than a CU has is a
+  // dispatch that never launches on hardware.
+  const uint64_t lds =
+      uint64_t{field_named(reg_named(*t_.regs, "COMPUTE_PGM_RSRC2"), "lds_size").get(d.rsrc2)} * t_.lds_granule_bytes;
+  if (lds > ctx_.desc().lds_bytes)
+    return fault(at, 0, false,
+                 "DISPATCH_DIRECT with COMPUTE_PGM_RSRC2.LDS_SIZE of " + std::to_string(lds) +
+                     " bytes; a workgroup may have " + std::to_string(ctx_.desc().lds_bytes));
   const QueueContext::DispatchError err = ctx_.run_dispatch(d);
   if (err.failed())
     return fault(at, err.memory ? err.address : d.code_addr, err.memory,

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <mutex>
 
+#include "cpu/workgroup_threads.hpp"
 #include "sim/common/gpu_view.hpp"
 
 namespace hcq::sim {
@@ -84,6 +85,8 @@ void on_segv(int sig, siginfo_t* info, void* context) {
       if (filled) return;
       run->record(GuestFault{*va, access});
       t_active = nullptr;
+      // A thread kernel's thread faults on a fiber's stack; the jump lands on this thread's own.
+      cpu::workgroup_threads_before_jump();
       siglongjmp(run->jump(), 1);
     }
   }
@@ -147,6 +150,7 @@ std::optional<GuestFault> GuardedRun::run(void (*fn)(void*), void* ctx) {
     return std::nullopt;
   }
   t_active = nullptr;
+  cpu::workgroup_threads_after_jump();
   return fault_;
 }
 

@@ -40,6 +40,7 @@ struct SimQueueDesc {
   uint32_t gpu_id = 0;                  // the topology gpu_id of the GPU the queue runs on
   const amd::Target* target = nullptr;  // the GPU's packet dialects and registers (drivers/amd/target.hpp)
   uint32_t num_xcc = 1;                 // gfx942: 6 (or as the partition mode says); others 1
+  uint32_t lds_bytes = 64 * 1024;       // LDS a workgroup may allocate (the topology's lds_size_in_kb)
   SimQueueType type = SimQueueType::compute_pm4;
   uint64_t ring_va = 0;          // ring_base_address
   uint64_t ring_size = 0;        // bytes, a power of two

@@ -86,6 +86,7 @@ int SimKfd::create_queue(void* a) {
   d.gpu_id = g->gpu_id;
   d.target = g->target;
   d.num_xcc = g->spec->num_xcc;
+  d.lds_bytes = g->spec->lds_size_in_kb * 1024;
   d.type = type;
   d.ring_va = args->ring_base_address;
   d.ring_size = ring_size;

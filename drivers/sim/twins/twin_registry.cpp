@@ -11,6 +11,7 @@
 #include "hcq/compiler.hpp"
 #include "hcq/error.hpp"
 #include "hcq/kernel_abi.h"
+#include "hcq/knobs.hpp"
 #include "sim/common/gpu_view.hpp"
 
 namespace hcq::sim {
@@ -195,21 +196,27 @@ std::optional<GuestFault> TwinRegistry::run(const TwinDispatch& d, const TwinMem
     args[i] = reinterpret_cast<uint64_t>(host);
   }
   const auto* bytes = reinterpret_cast<const unsigned char*>(args.data());
+  hcq_dispatch base{};
+  base.kernargs = bytes;
+  base.vals = reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8);
+  for (int i = 0; i < 3; ++i) {
+    base.num_groups[i] = d.groups[i];
+    base.local_size[i] = d.local[i];
+  }
   struct Grid {
     cpu::GridJob job;
     uint64_t groups;
-  } grid{cpu::GridJob{e.fn, hcq_dispatch{bytes,
-                                         reinterpret_cast<const uint32_t*>(bytes + uint64_t{e.nbufs} * 8),
-                                         {0, 0, 0},
-                                         {d.groups[0], d.groups[1], d.groups[2]},
-                                         {d.local[0], d.local[1], d.local[2]}}},
-         uint64_t{d.groups[0]} * d.groups[1] * d.groups[2]};
-  return guard.run(
+  } grid{cpu::GridJob(e.fn, base, knobs::sim_thread_seed()), uint64_t{d.groups[0]} * d.groups[1] * d.groups[2]};
+  std::optional<GuestFault> fault = guard.run(
       [](void* ctx) {
         auto* g = static_cast<Grid*>(ctx);
-        cpu::run_workgroups(&g->job, 0, g->groups);
+        cpu::GridJob::run_workgroups(&g->job, 0, g->groups);
       },
       &grid);
+  if (fault) return fault;
+  // A thread kernel that broke the barrier rules: a GPU would hang or compute garbage; the simulator says why.
+  if (std::string why = grid.job.error(); !why.empty()) throw DeviceFault(cat(what, ": ", why));
+  return std::nullopt;
 }
 
 }  // namespace hcq::sim
