@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "framework/codegen/target.hpp"
@@ -24,5 +25,10 @@ struct RenderedKernel {
 // values are hoisted. On the CPU device the outermost output loop is split over workgroups (one per worker); on a GPU
 // each thread computes one output element (a grid-stride loop over them). The per-target spellings are the prelude's.
 RenderedKernel render_c(const Node& kernel, const TargetFacts& facts);
+
+// For tests: a function that edits every kernel render_c returns, before it is compiled (a deliberately wrong kernel,
+// to show that faults and validation catch one). Empty: none. Set it while no realize runs, and clear the schedule
+// cache around it (schedules keep their compiled kernels).
+void set_render_hook(std::function<void(RenderedKernel&)> hook);
 
 }  // namespace hcq::fw

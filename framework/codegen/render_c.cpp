@@ -2,6 +2,7 @@
 // so a shared subtree is one variable), at the outermost loop where all the ranges they depend on exist: a load that
 // does not depend on a reduce range is read before the reduce loop, not in it.
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,12 @@ std::string tag(const char* prefix, int64_t n) {
 // Reduce loops of at most this many iterations are unrolled fully.
 constexpr int64_t kUnrollLimit = 8;
 
+// GPU reduce kernels with at most this many outputs, each reducing at least this many elements, group the
+// threads of a workgroup over each output (render: group_threads): with more outputs, one thread per output already
+// fills the device; with shorter reduces, most of a group's threads would idle.
+constexpr int64_t kGroupMaxOutputs = 2048;
+constexpr int64_t kGroupMinReduce = 128;
+
 struct Scope {
   Scope* parent = nullptr;
   int depth = 0;
@@ -148,7 +155,10 @@ class CRenderer {
     // Open the output loops; the outermost covers this workgroup's chunk when there are several. A GPU runs one
     // thread per output element instead (gpu_grid).
     Scope* cur = &root_;
-    if (facts_.target != Target::cpu) cur = gpu_grid(out_ranges, rk);
+    if (facts_.target != Target::cpu) {
+      group_ = group_threads(kernel, out_ranges);
+      cur = group_ ? gpu_group_grid(out_ranges, rk) : gpu_grid(out_ranges, rk);
+    }
     for (size_t k = 0; k < out_ranges.size() && facts_.target == Target::cpu; ++k) {
       const NodeData* r = out_ranges[k];
       if (k == 0 && groups > 1) {
@@ -169,14 +179,19 @@ class CRenderer {
     std::string stored = val;
     if (t == DType::float16) stored = "hcq_f2h(" + val + ")";
     if (t == DType::bfloat16) stored = "hcq_f2b(" + val + ")";
-    cur->lines.push_back(lane_prefix(store.get()) + "b0[" + idx + "] = " + stored + ";");
+    // A grouped reduce's threads all hold the result; one stores it.
+    cur->lines.push_back(lane_prefix(store.get()) + (group_ ? "if (lx == 0) " : "") + "b0[" + idx + "] = " + stored +
+                         ";");
     close_to(cur, &root_);
 
     std::string src = c_prelude(facts_.target);
     for (const auto& [name, definition] : helpers_) src += definition;
-    src += "HCQ_KERNEL(" + rk.name + ", " + std::to_string(rk.num_bufs) + ", 0) {\n";
+    // A grouped reduce's body runs once per thread (barriers need each thread's own flow): HCQ_THREAD_KERNEL.
+    src += std::string(group_ ? "HCQ_THREAD_KERNEL(" : "HCQ_KERNEL(") + rk.name + ", " + std::to_string(rk.num_bufs) +
+           ", 0) {\n";
     // Lets clang vectorise float reductions (CPU) and reassociate (AMDGPU); NVRTC knows no clang pragmas.
     if (facts_.target != Target::cuda) src += "#pragma clang fp reassociate(on)\n";
+    for (const std::string& d : shared_) src += "  " + d + "\n";  // the ABI wants them first
     const char* restrict_kw = facts_.target == Target::cuda ? "* __restrict__ b" : "* restrict b";  // C++: no restrict
     for (const NodeData* p : params) {
       const std::string k = std::to_string(p->i[0]);
@@ -205,19 +220,98 @@ class CRenderer {
     Scope* element =
         open_scope(threads, "for (int64_t gi = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(local) + " + lx; gi < " +
                                 std::to_string(total) + "; gi += " + std::to_string(groups * local) + ") {");
+    bind_flat_ranges(element, out_ranges, "gi", total);
+    return element;
+  }
+
+  // Grouped reduces (tinygrad's GROUP): when a reduce kernel has few outputs and long reduces, the threads of one
+  // workgroup share each output: every thread accumulates a strided part of the reduce, then the partials are
+  // combined through shared memory and barriers. Only for kernels whose reduces all sit directly in the output
+  // element (no reduce inside another's loop, no kernel-local array): their loops can be strided as one.
+  bool group_threads(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (!facts_.optimize || facts_.threads_per_group < 32) return false;
+    int64_t outputs = 1;
+    for (const NodeData* r : out_ranges) outputs *= r->i[1];
+    if (outputs > kGroupMaxOutputs) return false;
+    bool any = false;
+    for (const NodeData* n : toposort({kernel})) {
+      if (n->op == Op::BUFFERIZE) return false;
+      if (n->op != Op::REDUCE) continue;
+      any = true;
+      for (const NodeData* r : deps(n))
+        if (std::find(out_ranges.begin(), out_ranges.end(), r) == out_ranges.end()) return false;
+      for (const NodeData* m : toposort({n->src[0]}))
+        if (m->op == Op::REDUCE) return false;
+      int64_t reduced = 1;
+      for (size_t k = 1; k < n->src.size(); ++k) reduced *= n->src[k]->i[1];
+      if (reduced < kGroupMinReduce) return false;
+    }
+    return any;
+  }
+
+  // The grouped launch: one workgroup per output element (a grid-stride loop over them beyond the device's
+  // limit, uniform across the group so its barriers are reached by every thread), threads_per_group threads each.
+  Scope* gpu_group_grid(const std::vector<const NodeData*>& out_ranges, RenderedKernel& rk) {
+    int64_t total = 1;
+    for (const NodeData* r : out_ranges) total *= r->i[1];
+    group_size_ = std::bit_floor(facts_.threads_per_group);  // the tree halves it down to one
+    const int64_t groups = std::min<int64_t>(total, facts_.max_groups);
+    rk.global = {static_cast<uint32_t>(groups), 1, 1};
+    rk.local = {static_cast<uint32_t>(group_size_), 1, 1};
+    root_.lines.push_back("const uint32_t lx = HCQ_LOCAL_ID(0);");
+    Scope* element = open_scope(&root_, "for (int64_t gi = HCQ_GROUP_ID(0); gi < " + std::to_string(total) +
+                                            "; gi += " + std::to_string(groups) + ") {");
+    bind_flat_ranges(element, out_ranges, "gi", total);
+    return element;
+  }
+
+  // Defines each range of `ranges` in `scope` from the flat index `flat` (row-major over them, `total` in all).
+  void bind_flat_ranges(Scope* scope, const std::vector<const NodeData*>& ranges, const std::string& flat,
+                        int64_t total) {
     int64_t inner = total;
-    for (size_t k = 0; k < out_ranges.size(); ++k) {
-      const NodeData* r = out_ranges[k];
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      const NodeData* r = ranges[k];
       inner /= r->i[1];
       const std::string v = tag("r", r->i[0]);
-      std::string e = "gi";
+      std::string e = flat;
       if (inner > 1) e += tag(" / ", inner);
-      if (k > 0) e += tag(" % ", r->i[1]);  // the first range is gi / inner < its extent already
-      element->lines.push_back("const int64_t " + v + " = " + e + ";");
-      range_scope_[r] = element;
+      if (k > 0) e += tag(" % ", r->i[1]);  // the first range is flat / inner < its extent already (C: left to right)
+      scope->lines.push_back("const int64_t " + v + " = " + e + ";");
+      range_scope_[r] = scope;
       names_[r] = v;
     }
-    return element;
+  }
+
+  // A grouped reduce: each thread accumulates every group_size_-th element of the flattened reduce ranges, then a
+  // tree over shared memory combines the partials (log2(threads) rounds, a barrier after each), and every thread
+  // reads the result. A last barrier keeps the next output's (or reduce's) partials from overwriting it early.
+  std::string emit_group_reduce(const NodeData* n, const std::string& acc, Scope* home) {
+    const Op op = static_cast<Op>(n->i[0]);
+    std::vector<const NodeData*> ranges;
+    int64_t reduced = 1;
+    for (size_t k = 1; k < n->src.size(); ++k) {
+      ranges.push_back(n->src[k].get());
+      reduced *= n->src[k]->i[1];
+    }
+    const std::string ri = tag("ri", next_var_++);
+    Scope* loop = open_scope(home, "for (int64_t " + ri + " = lx; " + ri + " < " + std::to_string(reduced) + "; " + ri +
+                                       tag(" += ", group_size_) + ") {");
+    bind_flat_ranges(loop, ranges, ri, reduced);
+    emit(n->src[0]);
+    loop->lines.push_back(acc + " = " + combine(op, n->dtype, acc, ref(n->src[0].get())) + ";");
+    close(loop);
+    const std::string red = tag("red", next_var_++);
+    shared_.push_back(std::string("HCQ_SHARED(") + value_type(n->dtype) + ", " + red + tag(", ", group_size_) + ");");
+    const std::string mine = red + "[lx]", theirs = red + "[lx + s]";
+    home->lines.push_back(mine + " = " + acc + ";");
+    home->lines.push_back("HCQ_BARRIER();");
+    home->lines.push_back(tag("for (uint32_t s = ", group_size_ / 2) + "; s > 0; s >>= 1) {");
+    home->lines.push_back("  if (lx < s) " + mine + " = " + combine(op, n->dtype, mine, theirs) + ";");
+    home->lines.push_back("  HCQ_BARRIER();");
+    home->lines.push_back("}");
+    home->lines.push_back(acc + " = " + red + "[0];");
+    home->lines.push_back("HCQ_BARRIER();");
+    return acc;
   }
 
   Scope* open_scope(Scope* parent, const std::string& header) {
@@ -387,6 +481,8 @@ class CRenderer {
       home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + tag("[", upcast_) + "]; " + lane_prefix(n) +
                             acc + "[u] = " + init + ";");
     else home->lines.push_back(std::string(value_type(n->dtype)) + " " + acc + " = " + init + ";");
+    names_[n] = acc;  // refs below read it as a lane array when the reduce is upcast
+    if (group_) return emit_group_reduce(n, acc, home);
     Scope* cur = home;
     for (size_t k = 1; k < n->src.size(); ++k) {
       const NodeData* r = n->src[k].get();
@@ -400,7 +496,6 @@ class CRenderer {
         pragmas += facts_.target == Target::cuda ? "_Pragma(\"unroll\") " : "_Pragma(\"clang loop unroll(full)\") ";
       cur = open_loop(cur, r, "0", std::to_string(r->i[1]), pragmas);
     }
-    names_[n] = acc;  // refs below read it as a lane array when the reduce is upcast
     emit(n->src[0]);
     const std::string body = ref(n->src[0].get()), a = ref(n);
     cur->lines.push_back(lane_prefix(n) + a + " = " + combine(op, n->dtype, a, body) + ";");
@@ -528,6 +623,9 @@ class CRenderer {
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
+  bool group_ = false;                // GPU: the workgroup's threads share each output (grouped reduces)
+  int64_t group_size_ = 1;            // threads per workgroup then
+  std::vector<std::string> shared_;   // HCQ_SHARED declarations, at the top of the body
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;
@@ -536,8 +634,19 @@ class CRenderer {
   int next_var_ = 0;
 };
 
+std::function<void(RenderedKernel&)>& render_hook() {
+  static std::function<void(RenderedKernel&)> hook;
+  return hook;
+}
+
 }  // namespace
 
-RenderedKernel render_c(const Node& kernel, const TargetFacts& facts) { return CRenderer(facts).render(kernel); }
+RenderedKernel render_c(const Node& kernel, const TargetFacts& facts) {
+  RenderedKernel rk = CRenderer(facts).render(kernel);
+  if (render_hook()) render_hook()(rk);
+  return rk;
+}
+
+void set_render_hook(std::function<void(RenderedKernel&)> hook) { render_hook() = std::move(hook); }
 
 }  // namespace hcq::fw

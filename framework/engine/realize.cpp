@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "framework/engine/compile.hpp"
+#include "framework/engine/fault_context.hpp"
 #include "framework/engine/submit.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/realize_map.hpp"
@@ -122,33 +123,14 @@ std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, 
   return sched;
 }
 
-// Whether a device is the CPU device (its memory is the host's), by the interface it reports; remembered per device.
-bool is_cpu_device(Device& dev) {
-  static std::mutex mu;
-  static auto* known = new std::unordered_map<const Device*, bool>();
-  std::lock_guard lock(mu);
-  auto it = known->find(&dev);
-  if (it == known->end()) it = known->emplace(&dev, dev.info().interface == "cpu").first;
-  return it->second;
-}
-
-// A copy step. Buffer::copy_from lets the source's device drive a copy across devices; from the CPU device that is
-// a memcpy on the host into the destination's address, which a GPU's memory need not have on the host (a simulated
-// GPU's never does: the CPU copy worker faults). So a copy from the CPU device to another device goes through the
-// host: read the source once its device has written it, then write the destination through its own copy path, on
-// its timeline. Every other copy is a device copy.
+// A copy step: Buffer::copy_from picks the device that drives it (the allocator lets a GPU's copy engine drive a copy
+// from the CPU device into memory the host does not map).
 void copy_between(Buffer& dst, const Buffer& src) {
   // A device that faulted never advances its timeline: a copy would leave the other device waiting for it forever
   // (every later submission there too). Its fault is the answer, with the device's context.
   for (Device* d : {&src.device(), &dst.device()})
-    if (d->has_error()) d->synchronize();
-  if (&src.device() == &dst.device() || !is_cpu_device(src.device()) || is_cpu_device(dst.device())) {
-    dst.copy_from(src);
-    return;
-  }
-  std::vector<std::byte> host(src.size());
-  src.copyout(host);
-  dst.copyin(host);
+    if (d->has_error()) explaining_faults(*d, [&] { d->synchronize(); });
+  dst.copy_from(src);
 }
 
 }  // namespace
@@ -243,7 +225,12 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     const std::span<const uint64_t> args(addrs, st.slots.size());
     if (debug >= 2) {
       flush();
-      const std::optional<double> secs = prog(args, {}, st.global, st.local, true);
+      std::optional<double> secs;
+      try {
+        secs = prog(args, {}, st.global, st.local, true);
+      } catch (const DeviceFault& e) {
+        throw DeviceFault(cat(e.what(), "\n  in kernel ", st.what));
+      }
       const double us = secs.value_or(0) * 1e6;
       const RenderedKernel& rk = st.kernel->rendered;
       std::fprintf(
@@ -254,7 +241,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     } else {
       if (batch && batch->device().name() != st.device) flush();
       if (!batch) batch = std::make_unique<KernelBatch>(prog.device());
-      batch->add(prog, args, st.global, st.local);
+      batch->add(prog, args, st.global, st.local, st.what);
     }
     g_kernels.fetch_add(1);
   }
@@ -290,8 +277,11 @@ void read_buffer_view(const Node& view, std::span<std::byte> out) {
   if (out.empty()) return;
   if (!buf->payload) throw InvalidArgument("read: the tensor has no memory");
   Device& dev = buf->payload->device();
-  if (dev.has_error()) dev.synchronize();  // rethrows the device's sticky fault with its context
-  buf->payload->copyout(out);
+  // A fault (the device's sticky one, or one while the read waits for the device) names the kernel it came from.
+  explaining_faults(dev, [&] {
+    if (dev.has_error()) dev.synchronize();  // rethrows the device's sticky fault with its context
+    buf->payload->copyout(out);
+  });
 }
 
 FrameworkCounters counters() {

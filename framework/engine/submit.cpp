@@ -3,6 +3,7 @@
 #include <deque>
 #include <mutex>
 
+#include "framework/engine/fault_context.hpp"
 #include "hcq/hw_queue.hpp"
 
 namespace hcq::fw {
@@ -69,8 +70,8 @@ KernelBatch::~KernelBatch() {
 }
 
 void KernelBatch::add(const Program& program, std::span<const uint64_t> bufs, std::array<uint32_t, 3> global,
-                      std::array<uint32_t, 3> local) {
-  Launch l{&program, {}, {}, {}};
+                      std::array<uint32_t, 3> local, std::string what) {
+  Launch l{&program, {}, {}, {}, std::move(what)};
   l.args.bufs.assign(bufs.begin(), bufs.end());
   for (size_t d = 0; d < 3; ++d) {
     l.global[d] = Sym(global[d]);
@@ -83,11 +84,18 @@ void KernelBatch::add(const Program& program, std::span<const uint64_t> bufs, st
 void KernelBatch::submit() {
   if (launches_.empty()) return;
   std::unique_ptr<HWQueue> queue = dev_.compute_queue();
-  // The CPU device runs a queue's commands one after another, so a kernel sees its predecessors' writes.
-  Completion done = dev_.submit(*queue, [&](HWQueue& q) {
-    for (const Launch& l : launches_) q.exec(*l.program, l.args, l.global, l.local);
+  // Every device runs a queue's kernels one after another (the GPUs' exec waits for the dispatch's waves before what
+  // follows), so a kernel sees its predecessors' writes.
+  Completion done = explaining_faults(dev_, [&] {
+    return dev_.submit(*queue, [&](HWQueue& q) {
+      for (const Launch& l : launches_) q.exec(*l.program, l.args, l.global, l.local);
+    });
   });
+  std::vector<std::string> kernels;
+  kernels.reserve(launches_.size());
+  for (Launch& l : launches_) kernels.push_back(std::move(l.what));
   launches_.clear();
+  remember_submission(done, std::move(kernels));
   hold(dev_, done, std::move(queue));
 }
 

@@ -19,8 +19,9 @@ class KernelBatch {
   KernelBatch& operator=(const KernelBatch&) = delete;
   ~KernelBatch();  // submits what is left (errors are swallowed there: call submit() to see them)
   Device& device() const { return dev_; }
+  // `what` names the kernel and its tensor op in the message of a fault it causes (fault_context.hpp).
   void add(const Program& program, std::span<const uint64_t> bufs, std::array<uint32_t, 3> global,
-           std::array<uint32_t, 3> local);
+           std::array<uint32_t, 3> local, std::string what);
   // Submits the kernels added so far (if any) on the device's timeline.
   void submit();
 
@@ -31,6 +32,7 @@ class KernelBatch {
     const Program* program;
     LaunchArgs args;
     Dims global, local;
+    std::string what;
   };
   std::vector<Launch> launches_;
 };

@@ -16,6 +16,7 @@
 #include "framework/schedule/memory_plan.hpp"
 #include "framework/schedule/order.hpp"
 #include "framework/schedule/realize_map.hpp"
+#include "framework/schedule/split_reduce.hpp"
 #include "framework/tensor/build.hpp"
 #include "hcq/device.hpp"
 #include "hcq/knobs.hpp"
@@ -81,10 +82,30 @@ constexpr int64_t kMaxLocalElements = 4096;
 
 std::string slot_desc(const Slot& s) { return cat(dtype_name(s.dtype), " buffer of ", s.numel, " elements"); }
 
+// The tensor op a kernel computes, for a person reading a fault: the realized node's op (with a reduce's op and
+// axes), its dtype and shape, e.g. "REDUCE_AXIS(MAX, axes 1) -> float32 (4, 1)".
+std::string op_desc(const NodeData* n) {
+  std::string op(op_name(n->op));
+  const NodeData* r = n;
+  while ((r->op == Op::RESHAPE || r->op == Op::CONTIGUOUS) && !r->src.empty()) r = r->src[0].get();
+  if (r != n) op += cat(" of ", op_name(r->op));
+  if (r->op == Op::REDUCE_AXIS) {
+    op += cat("(", op_name(static_cast<Op>(r->i[0])), ", axes");
+    for (size_t k = 1; k < r->i.size(); ++k) op += cat(k == 1 ? " " : ",", r->i[k]);
+    op += ")";
+  }
+  return cat(op, " -> ", dtype_name(n->dtype), " ", shape_str(n->shape));
+}
+
 }  // namespace
 
 std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
-  const std::vector<Node>& roots = sink->src;
+  // GPUs split large reductions into two kernels (split_reduce.hpp); the CPU device's workgroups are over outputs
+  // and its kernel counts stay those of the core issue.
+  const std::vector<Node> roots = split_large_reduces(sink->src, [](const std::string& device) {
+    const TargetFacts f = facts_for(device);
+    return f.optimize && f.target != Target::cpu;
+  });
   std::unordered_set<const NodeData*> extra;
   LocalAxes local;
   for (;;) {
@@ -166,6 +187,7 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
         continue;
       }
       p.step.kind = Step::Kind::kernel;
+      p.step.what = op_desc(n.get());
       p.step.slots = std::move(k.slots);
       p.reads = std::move(k.reads);
       p.ast = std::move(k.ast);
@@ -222,6 +244,7 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
       RenderedKernel rk = render_c(p.ast, facts_for(p.step.device));
       p.step.global = rk.global;
       p.step.local = rk.local;
+      p.step.what = cat(rk.name, " (", p.step.what, ")");
       requests.push_back(KernelRequest{p.step.device, std::move(rk)});
       kernel_steps.push_back(k);
       s.kernel_asts.push_back(p.ast);

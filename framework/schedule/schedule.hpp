@@ -38,6 +38,7 @@ struct Step {
   std::shared_ptr<const CompiledKernel> kernel;  // kernel steps
   std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
   std::string device;  // where it runs (copy: the destination)
+  std::string what;    // kernel steps: "name (the tensor op it computes)", for fault messages
 };
 
 struct Schedule {

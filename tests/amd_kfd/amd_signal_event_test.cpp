@@ -59,6 +59,18 @@ class AmdSignalEventTest : public ::testing::TestWithParam<const char*> {
     return c.value_or(sim::SimKfd::EventCounters{});
   }
   const Target& target() { return Target::from_gfx(GetParam()); }
+  // The counters once the interrupt after `before` has been counted (or 2 s have passed). A queue writes the
+  // timeline value before it raises the interrupt (RELEASE_MEM's data then its int_sel; SDMA's FENCE then TRAP), so
+  // a wait that saw the value between two of its sleeps can return before the interrupt is counted.
+  sim::SimKfd::EventCounters counters_after_interrupt(const sim::SimKfd::EventCounters& before, size_t i = 0) {
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    sim::SimKfd::EventCounters c = counters(i);
+    while (c.interrupts == before.interrupts && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+      c = counters(i);
+    }
+    return c;
+  }
 
   // Submits, on `q`: wait for `gate` >= 1, then what `body` adds, then the timeline's next value; returns it.
   uint64_t gated_signal(Device& d, HWQueue& q, const Signal& gate, const std::function<void(HWQueue&)>& body = {}) {
@@ -68,12 +80,22 @@ class AmdSignalEventTest : public ::testing::TestWithParam<const char*> {
     q.signal(d.timeline_signal(), v).submit();
     return v;
   }
-  // Opens the gate from another thread once the waiter has long been asleep.
-  static std::thread open_later(const Signal& gate) {
-    return std::thread([gate] {
-      std::this_thread::sleep_for(60ms);
+  // Opens the gate from another thread: once `asleep` says the waiter is blocked in WAIT_EVENTS (polled, up to 5 s;
+  // under a loaded machine a fixed delay can pass before the waiter has even started), else after 60 ms.
+  static std::thread open_later(const Signal& gate, std::function<bool()> asleep = {}) {
+    return std::thread([gate, asleep = std::move(asleep)] {
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      if (asleep) {
+        while (!asleep() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+      } else {
+        std::this_thread::sleep_for(60ms);
+      }
       gate.set_value(1);
     });
+  }
+  // For open_later: the waiter of device i has gone to sleep since `before`.
+  std::function<bool()> slept_since(const sim::SimKfd::EventCounters& before, size_t i = 0) {
+    return [this, before, i] { return counters(i).waits > before.waits; };
   }
 
   // The interrupt packets in a queue's words: RELEASE_MEMs that ask for an interrupt (PM4), TRAPs (SDMA).
@@ -165,11 +187,11 @@ TEST_P(AmdSignalEventTest, WaitSleepsInWaitEventsAndTheInterruptWakesIt) {
     OwnedSignal gate(0, "gate");
     auto q = dev().new_queue(kind);
     const uint64_t v = gated_signal(dev(), *q, gate);
-    std::thread opener = open_later(gate);
+    std::thread opener = open_later(gate, slept_since(before));
     dev().wait_signal(dev().timeline_signal(), v);
     opener.join();
     EXPECT_GE(dev().timeline_signal().value(), v);
-    const sim::SimKfd::EventCounters after = counters();
+    const sim::SimKfd::EventCounters after = counters_after_interrupt(before);
     // It slept in the ioctl (a few 10 ms slices at most, not thousands of polls), and the GPU raised the interrupt
     // once. Whether the host was blocked at that instant or between two slices (then it takes the event, or sees
     // the value, on its next look) is the scheduler's choice, so the wake-up itself is checked only to be at most one.
@@ -219,7 +241,7 @@ TEST_P(AmdSignalEventTest, FaultEndsASleepingWait) {
   const uint64_t v = gated_signal(dev(), *q, gate, [](HWQueue& h) { h.write(Sym(kUnmapped), 1u); });
   const sim::SimKfd::EventCounters before = counters();
   const auto t0 = std::chrono::steady_clock::now();
-  std::thread opener = open_later(gate);
+  std::thread opener = open_later(gate, slept_since(before));
   try {
     dev().wait_signal(dev().timeline_signal(), v);
     ADD_FAILURE() << "the wait returned on a faulted queue";
@@ -246,10 +268,10 @@ TEST_P(AmdSignalEventTest, PeerGpuTakesASlotInTheProcessEventPage) {
   auto q = dev(0).copy_queue();
   const uint64_t v = gated_signal(dev(0), *q, gate);
   const sim::SimKfd::EventCounters before = counters(0);
-  std::thread opener = open_later(gate);
+  std::thread opener = open_later(gate, slept_since(before, 0));
   dev(0).wait_signal(dev(0).timeline_signal(), v);
   opener.join();
-  const sim::SimKfd::EventCounters after = counters(0);
+  const sim::SimKfd::EventCounters after = counters_after_interrupt(before, 0);
   EXPECT_GE(after.waits - before.waits, 1u);
   EXPECT_EQ(after.interrupts - before.interrupts, 1u);
   dev(0).synchronize();

@@ -1,0 +1,77 @@
+#include "framework/schedule/split_reduce.hpp"
+
+#include <unordered_map>
+
+#include "framework/ir/shape_of.hpp"
+#include "framework/tensor/build.hpp"
+
+namespace hcq::fw {
+namespace {
+
+// The split of one reduce, or null when it does not qualify.
+Node split(const Node& reduce, const Node& x) {
+  const Shape& in = x->shape;
+  const Op op = static_cast<Op>(reduce->i[0]);
+  std::vector<int64_t> axes(reduce->i.begin() + 1, reduce->i.end());
+  int64_t reduced = 1;
+  for (int64_t a : axes) reduced *= in[static_cast<size_t>(a)];
+  if (reduced < kSplitMinReduce || numel(reduce->shape) > kSplitMaxOutputs) return nullptr;
+  // The outermost reduced axis with a divisor in [8, 256]: its chunks are the longest contiguous runs.
+  for (int64_t a : axes) {
+    const int64_t n = in[static_cast<size_t>(a)];
+    int64_t parts = 0;
+    for (int64_t p = 256; p >= 8 && !parts; --p)
+      if (n % p == 0 && n / p > 1) parts = p;
+    if (!parts) continue;
+    Shape viewed(in.begin(), in.begin() + a);
+    viewed.push_back(parts);
+    viewed.push_back(n / parts);
+    viewed.insert(viewed.end(), in.begin() + a + 1, in.end());
+    std::vector<int64_t> inner_axes;
+    for (int64_t b : axes) inner_axes.push_back(b < a ? b : b + 1);
+    const Node partials = make_node(Op::CONTIGUOUS, x->dtype, {t_reduce(t_reshape(x, viewed), op, inner_axes)});
+    return t_reshape(t_reduce(partials, op, {a}), reduce->shape);
+  }
+  return nullptr;
+}
+
+class Splitter {
+ public:
+  explicit Splitter(const std::function<bool(const std::string&)>& splits_on) : splits_on_(splits_on) {}
+
+  Node visit(const Node& n) {
+    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
+    Node out = n;
+    if (!n->src.empty()) {
+      std::vector<Node> src;
+      src.reserve(n->src.size());
+      bool changed = false;
+      for (const Node& s : n->src) {
+        src.push_back(visit(s));
+        changed |= src.back() != s;
+      }
+      if (changed) out = make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s);
+      if (out->op == Op::REDUCE_AXIS && splits_on_(out->device()))
+        if (Node s = split(out, out->src[0])) out = s;
+    }
+    memo_.emplace(n.get(), out);
+    return out;
+  }
+
+ private:
+  const std::function<bool(const std::string&)>& splits_on_;
+  std::unordered_map<const NodeData*, Node> memo_;
+};
+
+}  // namespace
+
+std::vector<Node> split_large_reduces(const std::vector<Node>& roots,
+                                      const std::function<bool(const std::string&)>& splits_on) {
+  Splitter s(splits_on);
+  std::vector<Node> out;
+  out.reserve(roots.size());
+  for (const Node& r : roots) out.push_back(s.visit(r));
+  return out;
+}
+
+}  // namespace hcq::fw
