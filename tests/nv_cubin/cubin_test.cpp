@@ -159,6 +159,11 @@ void expect_consistent(const Cubin& c) {
   for (const CubinKernel& k : c.kernels()) {
     EXPECT_LE(k.code_offset + k.code_size, c.image().size());
     EXPECT_LE(uint64_t{k.param_offset} + k.param_size, k.cbank0_size);
+    for (const CubinConstantBank& b : c.banks_of(k)) {
+      EXPECT_LE(b.offset + b.size, c.image().size());
+      EXPECT_GE(b.bank, 1u);
+      EXPECT_LE(b.bank, cubin::kMaxConstantBank);
+    }
     (void)Cubin::check_launch;  // limits are checked separately
   }
   for (const Cubin::Relocation& r : c.relocations()) EXPECT_LE(r.offset + 4, c.image().size());
