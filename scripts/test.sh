@@ -195,8 +195,9 @@ FRAMEWORK_GPU_FILTER+=':FrameworkErrors.OutOfMemoryNamesDeviceSizeAndBytesInUse'
 FRAMEWORK_GPUS=(SIM-AMD:gfx942 SIM-AMD:gfx1100 SIM-AMD:gfx1201 SIM-NV:ampere SIM-NV:hopper SIM-NV:blackwell)
 # HCQ_JOBS runs at a time (two on CI's two cores): a cold run spends most of its time compiling, one kernel after
 # another within a realize of one or two kernels (the kernels of one realize compile in parallel, but most tests
-# realize one at a time), so one run leaves the second core mostly idle. Measured on 2 cores with an empty cache
-# (docs/testing.md): six runs one after another took SERIAL_S s, two at a time PARALLEL_S s. Each run writes its
+# realize one at a time), so one run leaves the second core mostly idle. Cold, one run took 46 – 74 s on a quiet
+# 2-core machine; under other sessions' load (docs/testing.md) 126 – 275 s alone, and two at a time were no faster
+# there, so the gain is unmeasured on a quiet machine: HCQ_JOBS=1 runs them one after another. Each run writes its
 # own log and report; the counts are added here once it ends.
 framework_gpu_outs=()
 for gpu in "${FRAMEWORK_GPUS[@]}"; do
