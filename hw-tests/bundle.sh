@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the self-contained hw-tests bundle for a lent NVIDIA GPU machine, which has a CUDA image but no LLVM,
 # GoogleTest, libpciaccess or package archive: the NV-path programs (no AMD layer, so no LLVM; libstdc++, GoogleTest
-# and libpciaccess linked in), the hw-tests scripts, a compile cache holding every NV kernel the run needs for the
-# common architectures, and a MANIFEST. Fails when the bundle is over the size limit. See docs/hw-tests.md.
+# and libpciaccess linked in; the framework and its suites, which need only NVRTC there), the hw-tests scripts, a
+# compile cache holding every NV kernel the run needs for the common architectures (the framework's for sm_90), and
+# a MANIFEST. Fails when the bundle is over the size limit. See docs/hw-tests.md.
 #   hw-tests/bundle.sh [OUT_DIR]      (default hw-tests/bundle/)
 # Knobs: HCQ_BUNDLE_BUILD_DIR (build-bundle), HCQ_BUNDLE_JOBS (2), HCQ_BUNDLE_MAX_MIB (48).
 set -euo pipefail
@@ -16,6 +17,11 @@ MAX_MIB=${HCQ_BUNDLE_MAX_MIB:-48}
 # The simulated GPUs whose kernels go into the cache: sm_80, sm_86, sm_90 (H100/H200) and sm_100 (B200). A real GPU
 # of another architecture compiles its kernels with the machine's NVRTC instead.
 CACHE_DEVICES=(SIM-NV:ga100 SIM-NV:ampere SIM-NV:hopper SIM-NV:blackwell)
+# The framework's suites compile some 400 kernels per architecture (a minute or two each, cold): only sm_90's, for
+# the lent H100/H200 and the rehearsal's SIM-NV:hopper. Another architecture compiles them with its NVRTC there.
+FRAMEWORK_CACHE_DEVICES=(SIM-NV:hopper)
+# scripts/test.sh's FRAMEWORK_GPU_FILTER, as hw-tests/lib/common.sh has it.
+FRAMEWORK_FILTER=$(sed -n "s/^HW_FRAMEWORK_FILTER+\{0,1\}='\(.*\)'$/\1/p" "$REPO/hw-tests/lib/common.sh" | tr -d '\n')
 
 say() { echo "[bundle] $*" >&2; }
 die() { echo "[bundle] FAILED: $*" >&2; exit 1; }
@@ -66,6 +72,11 @@ for d in "${CACHE_DEVICES[@]}"; do
   HCQ_CACHE_DIR=$OUT/cache "$OUT/bin/hcq" bench --device "$d" >>"$FILL_LOG" 2>&1 ||
     die "hcq bench failed on $d while filling the cache ($FILL_LOG)"
 done
+for d in "${FRAMEWORK_CACHE_DEVICES[@]}"; do
+  say "precompiling the kernels of the framework's suites on $d"
+  HCQ_DEVICE=$d HCQ_CACHE_DIR=$OUT/cache "$OUT/bin/hcq-tests" --gtest_filter="$FRAMEWORK_FILTER" >>"$FILL_LOG" 2>&1 ||
+    die "the framework's suites failed on $d while filling the cache ($FILL_LOG)"
+done
 # The simulated GPUs run each kernel as a host twin, compiled with clang for this CPU (model and flags are in the
 # key). Where clang is absent, as in the rehearsal's root, the CPU compiler's identity is "clang (unavailable)"
 # (drivers/cpu/cpu_compiler.cpp): the same binaries are stored under that identity too, so the rehearsal on this
@@ -81,6 +92,10 @@ for d in "${CACHE_DEVICES[@]}"; do
   HCQ_ASSERT_COMPILE=1 HCQ_CACHE_DIR=$OUT/cache "$OUT/bin/hcq-tests" --gtest_filter="Conformance/*.*/$param" \
     >>"$FILL_LOG" 2>&1 || die "with HCQ_ASSERT_COMPILE=1 the conformance suite fails on $d ($FILL_LOG)"
 done
+for d in "${FRAMEWORK_CACHE_DEVICES[@]}"; do
+  HCQ_ASSERT_COMPILE=1 HCQ_DEVICE=$d HCQ_CACHE_DIR=$OUT/cache "$OUT/bin/hcq-tests" --gtest_filter="$FRAMEWORK_FILTER" \
+    >>"$FILL_LOG" 2>&1 || die "with HCQ_ASSERT_COMPILE=1 the framework's suites fail on $d ($FILL_LOG)"
+done
 
 # The NVRTC the cubins came from, for the MANIFEST (the GPU machine's must match for them to be used).
 NVRTC_VERSION=$(readlink -f /usr/local/cuda 2>/dev/null | sed -n 's/.*cuda-//p')
@@ -88,11 +103,11 @@ NVRTC_VERSION=$(readlink -f /usr/local/cuda 2>/dev/null | sed -n 's/.*cuda-//p')
 # 5. MANIFEST: each file, its size, why it is there.
 why() {
   case "$1" in
-    bin/hcq-tests) echo "conformance suite (every device; real GPUs by HCQ_CONFORMANCE_DEVICES) and NV cubin/NVRTC tests; CPU, NV and SIM-NV backends only" ;;
-    bin/hcq) echo "hcq info / hcq bench (CPU, NV, SIM-NV backends; CUDA comparison when libcuda.so.1 is there)" ;;
+    bin/hcq-tests) echo "conformance suite (every device; real GPUs by HCQ_CONFORMANCE_DEVICES), NV cubin/NVRTC tests, the framework's suites (HCQ_DEVICE); CPU, NV and SIM-NV backends only" ;;
+    bin/hcq) echo "hcq info / hcq bench with its framework section (CPU, NV, SIM-NV backends; CUDA comparison when libcuda.so.1 is there; no OpenBLAS)" ;;
     bin/hcq-dump) echo "decode command streams, trace GPU ioctls, show and replay hang bundles" ;;
     lib/libhcq-trace.so) echo "LD_PRELOAD shim of 'hcq-dump trace' (run.sh --bundle sets HCQ_TRACE_SHIM to it)" ;;
-    cache/*) echo "precompiled kernel of the conformance suite or hcq bench: NV cubins for sm_80/86/90/100 (NVRTC $NVRTC_VERSION), SIM-NV host twins for this CPU" ;;
+    cache/*) echo "precompiled kernel of the conformance suite, hcq bench or (sm_90) the framework's suites: NV cubins for sm_80/86/90/100 (NVRTC $NVRTC_VERSION), SIM-NV host twins and CPU kernels for this CPU" ;;
     hw-tests/nv/run.sh) echo "the run: hw-tests/nv/run.sh --bundle <this directory>" ;;
     hw-tests/lib/*) echo "shared steps of run.sh and summary.md" ;;
     hw-tests/README.md) echo "what the hw-tests scripts do" ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. release build, warnings as errors (build/)        -> every test, then the framework's suites on SIM-AMD:gfx1100
-#                                                            and SIM-NV:hopper, then the `hcq` tool's tests/tools scripts,
+#   1. release build, warnings as errors (build/)        -> every test, then the framework's suites on every simulated
+#                                                            GPU (SIM-AMD gfx942, gfx1100, gfx1201; SIM-NV ampere,
+#                                                            hopper, blackwell), then the `hcq` tool's tests/tools scripts,
 #                                                            then tests/install (install, build a program against it),
 #                                                            then clang's thread-safety analysis of hcq/,
 #                                                            then the formatting check (scripts/format.sh --check)
@@ -11,7 +12,8 @@
 # and ends with one line "N passed, N failed", summed over every run; the exit status is non-zero on any failure.
 #
 # usage: scripts/test.sh [--quick]      --quick: only step 1
-# environment: HCQ_JOBS (default 2) build parallelism; HCQ_TEST_TIMEOUT (default 900) seconds per test run.
+# environment: HCQ_JOBS (default 2) build parallelism, and framework runs on simulated GPUs at once;
+#              HCQ_TEST_TIMEOUT (default 900) seconds per test run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -20,7 +22,7 @@ case "${1:-}" in
   "") ;;
   --quick) quick=1 ;;
   -h | --help)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -183,16 +185,40 @@ step() {
 }
 
 step release build -Dbuildtype=release -Dwerror=true --
-# The framework's suites again on simulated GPUs, release build only: the same tests, with HCQ_DEVICE making the GPU
-# the default device (tests/framework_ops/default_device.cpp skips them when its compiler, NVRTC for SIM-NV, is not
-# installed). The GPU-only ones among them (tests/framework_sched/gpu_under_test.hpp) run only here. Left out: the two
-# whose expected messages name the CPU device.
+# The framework's suites again on every simulated GPU, release build only: the same tests, with HCQ_DEVICE making the
+# GPU the default device (tests/framework_ops/default_device.cpp skips them when its compiler, NVRTC for SIM-NV, is
+# not installed). The GPU-only ones among them (tests/framework_sched/gpu_under_test.hpp) run only here. Left out:
+# the two whose expected messages name the CPU device.
 FRAMEWORK_GPU_FILTER='Tensor*:*/Tensor*:Framework*:*/Framework*'
 FRAMEWORK_GPU_FILTER+=':-FrameworkOrdering.CopyBetweenDevicesOrdersKernelsOnBoth'
 FRAMEWORK_GPU_FILTER+=':FrameworkErrors.OutOfMemoryNamesDeviceSizeAndBytesInUse'
-for gpu in SIM-AMD:gfx1100 SIM-NV:hopper; do
+FRAMEWORK_GPUS=(SIM-AMD:gfx942 SIM-AMD:gfx1100 SIM-AMD:gfx1201 SIM-NV:ampere SIM-NV:hopper SIM-NV:blackwell)
+# HCQ_JOBS runs at a time (two on CI's two cores): a cold run spends most of its time compiling, one kernel after
+# another within a realize of one or two kernels (the kernels of one realize compile in parallel, but most tests
+# realize one at a time), so one run leaves the second core mostly idle. Cold, one run took 46 – 74 s on a quiet
+# 2-core machine; under other sessions' load (docs/testing.md) 126 – 275 s alone, and two at a time were no faster
+# there, so the gain is unmeasured on a quiet machine: HCQ_JOBS=1 runs them one after another. Each run writes its
+# own log and report; the counts are added here once it ends.
+framework_gpu_outs=()
+for gpu in "${FRAMEWORK_GPUS[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do wait -n || true; done
+  out=build/test-framework-${gpu//:/-}.out
   HCQ_DEVICE=$gpu shard_tag="-framework-${gpu//:/-}" run_tests "framework on $gpu" build \
-    --gtest_filter="$FRAMEWORK_GPU_FILTER"
+    --gtest_filter="$FRAMEWORK_GPU_FILTER" >"$out" 2>&1 &
+  framework_gpu_outs+=("$out")
+done
+wait
+for out in "${framework_gpu_outs[@]}"; do
+  cat "$out"
+  counts=$(sed -n -E 's/^== framework on [^ ]*: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$out" | tail -1)
+  if [[ -z $counts ]]; then
+    echo "== $out: the run printed no result"
+    total_failed=$((total_failed + 1))
+    continue
+  fi
+  read -r passed failed <<<"$counts"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
 done
 # check <label> <command...>: runs a script that prints one line on success, bounded by the run timeout, and counts
 # it as one pass or one failure (with the end of its output).

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared steps of hw-tests/<vendor>/run.sh: arguments, build, the conformance suite per suite under a timeout,
-# `hcq info` and `hcq bench`, and summary.md. Sourced, not run. The caller sets VENDOR ("nv"/"amd") and, after its
+# Shared steps of hw-tests/<vendor>/run.sh: arguments, build, the conformance suite per suite under a timeout, the
+# framework's suites per device, `hcq info` and `hcq bench`, and summary.md. Sourced, not run. The caller sets VENDOR ("nv"/"amd") and, after its
 # own probe, DEVICES (e.g. "NV:0 NV:1"), then calls hw_main_after_probe.
 set -uo pipefail
 
@@ -13,6 +13,14 @@ HW_T0=$(date +%s)
 HW_SUITE_TIMEOUT_S=${HCQ_HW_SUITE_TIMEOUT_S:-90}      # one conformance suite on every real device
 HW_CONFORMANCE_BUDGET_S=${HCQ_HW_CONFORMANCE_BUDGET_S:-300}  # all suites together
 HW_BENCH_TIMEOUT_S=${HCQ_HW_BENCH_TIMEOUT_S:-180}     # `hcq bench` on one device
+HW_FRAMEWORK_TIMEOUT_S=${HCQ_HW_FRAMEWORK_TIMEOUT_S:-240}  # the framework's suites on one device
+# The framework's suites on a GPU: scripts/test.sh's FRAMEWORK_GPU_FILTER (keep the two the same; bundle.sh reads
+# this one), the tests whose expected messages name the CPU device left out, and one more: a test of the CPU
+# compiler's error message, which needs clang (absent on a GPU machine; a broken kernel is never in the cache).
+HW_FRAMEWORK_FILTER='Tensor*:*/Tensor*:Framework*:*/Framework*'
+HW_FRAMEWORK_FILTER+=':-FrameworkOrdering.CopyBetweenDevicesOrdersKernelsOnBoth'
+HW_FRAMEWORK_FILTER+=':FrameworkErrors.OutOfMemoryNamesDeviceSizeAndBytesInUse'
+HW_FRAMEWORK_FILTER+=':FrameworkErrors.CompileErrorShowsNumberedSourceBesideTheCompilerMessage'
 # A hung wait becomes a TimeoutError after 10 s instead of the default 30 s, so one hang costs one test, not a suite.
 export HCQ_WAIT_TIMEOUT_MS=${HCQ_WAIT_TIMEOUT_MS:-10000}
 
@@ -165,6 +173,26 @@ hw_conformance() {
   done
 }
 
+# The framework's suites (op suite, scheduler, codegen, errors) with each device of $DEVICES as the default device
+# (HCQ_DEVICE), one gtest process per device under a timeout; recorded beside the conformance suites as suite
+# "Framework-<device>", so summary.md counts and lists them the same way.
+hw_framework() {
+  local d param name rc status
+  mkdir -p "$HW_OUT/conformance"
+  for d in $DEVICES; do
+    param=$(hw_param "$d")
+    name="Framework-$param"
+    hw_log "framework suites on $d (HCQ_DEVICE=$d, timeout ${HW_FRAMEWORK_TIMEOUT_S}s)"
+    HCQ_DEVICE=$d timeout --kill-after=5 "$HW_FRAMEWORK_TIMEOUT_S" "$HW_TESTS" --gtest_filter="$HW_FRAMEWORK_FILTER" \
+      --gtest_output="json:$HW_OUT/conformance/$name.json" >"$HW_OUT/conformance/$name.log" 2>&1
+    rc=$?
+    status="ran"
+    (( rc == 124 || rc == 137 )) && status="timed out after ${HW_FRAMEWORK_TIMEOUT_S}s"
+    echo "{\"suite\": \"$name\", \"status\": \"$status\", \"exit\": $rc, \"filter\": \"HCQ_DEVICE=$d $HW_FRAMEWORK_FILTER\"}" \
+      >"$HW_OUT/conformance/$name.status.json"
+  done
+}
+
 hw_tools() {
   local d param
   hw_log "hcq info --json"
@@ -183,6 +211,7 @@ hw_main_after_probe() {
   hw_machine
   if [[ -n $HW_BUNDLE ]]; then hw_use_bundle; else hw_build; fi
   hw_conformance
+  hw_framework
   hw_tools
   hw_log "summary"
   python3 "$HW_REPO/hw-tests/lib/summarize.py" "$VENDOR" "$HW_OUT" "$(( $(date +%s) - HW_T0 ))" >"$HW_OUT/summary.md" ||

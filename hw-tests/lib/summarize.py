@@ -72,7 +72,8 @@ def summary(vendor, out, elapsed):
     lines += ["## Machine", "", "```", read(os.path.join(out, "machine.txt")).rstrip(),
               read(os.path.join(out, "probe.txt")).rstrip(), "```", ""]
     lines += [f"Total time: {elapsed} s. Commands: `hw-tests/{vendor}/run.sh` (conformance per suite with "
-              "`HCQ_CONFORMANCE_DEVICES`, gtest JSON in `conformance/`; `hcq info --json` in `info.json`; "
+              "`HCQ_CONFORMANCE_DEVICES`, gtest JSON in `conformance/`; the framework's suites per device with "
+              "`HCQ_DEVICE`, as suite `Framework-<device>` there; `hcq info --json` in `info.json`; "
               "`hcq bench --device D --json` in `bench-<D>.json`).", ""]
 
     totals = {"passed": 0, "failed": 0, "skipped": 0}

@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -158,6 +159,11 @@ void expect_consistent(const Cubin& c) {
   for (const CubinKernel& k : c.kernels()) {
     EXPECT_LE(k.code_offset + k.code_size, c.image().size());
     EXPECT_LE(uint64_t{k.param_offset} + k.param_size, k.cbank0_size);
+    for (const CubinConstantBank& b : c.banks_of(k)) {
+      EXPECT_LE(b.offset + b.size, c.image().size());
+      EXPECT_GE(b.bank, 1u);
+      EXPECT_LE(b.bank, cubin::kMaxConstantBank);
+    }
     (void)Cubin::check_launch;  // limits are checked separately
   }
   for (const Cubin::Relocation& r : c.relocations()) EXPECT_LE(r.offset + 4, c.image().size());
@@ -297,6 +303,56 @@ TEST(Cubin, AppendSectionKeepsEverythingElse) {
   EXPECT_EQ(std::string(s.begin(), s.end()), extra);
   EXPECT_NE(a.identity(), b.identity());
   EXPECT_THROW((void)append_section(std::span<const uint8_t>(full.data(), 10), ".x", {}), CompileError);
+}
+
+// NVRTC 13 for sm_86 keeps a kernel's 64-bit literals in its own constant bank 2 (.nv.constant2.<kernel>): the loader
+// lays the section out in the image, 256-byte aligned, with its bytes, and names it as the kernel's bank 2, which
+// banks_of() adds to the module's banks for a launch.
+TEST(Cubin, Sm86KernelConstantBank2IsLaidOutForTheKernel) {
+  REQUIRE_NVRTC();
+  const std::vector<uint8_t>& elf = cubin_for("sm_86", test::kConstantBank2Source);
+  const Cubin c = Cubin::parse(elf);
+  const CubinKernel& k = c.kernel("stack3");
+  const Elf64_Shdr sec = section_named(elf, ".nv.constant2.stack3");
+  ASSERT_GT(sec.sh_size, 0u) << "NVRTC no longer puts this kernel's literals in bank 2: pick another kernel";
+  ASSERT_EQ(k.banks.size(), 1u);
+  EXPECT_EQ(k.banks[0].bank, 2u);
+  EXPECT_EQ(k.banks[0].size, sec.sh_size);
+  EXPECT_EQ(k.banks[0].offset % cubin::kConstantAlign, 0u);
+  ASSERT_LE(k.banks[0].offset + k.banks[0].size, c.image().size());
+  EXPECT_TRUE(std::equal(c.image().begin() + static_cast<ptrdiff_t>(k.banks[0].offset),
+                         c.image().begin() + static_cast<ptrdiff_t>(k.banks[0].offset + k.banks[0].size),
+                         elf.begin() + static_cast<ptrdiff_t>(sec.sh_offset)));
+  // Not the module's: the module's banks stay as they were, and a launch of the kernel binds both.
+  for (const CubinConstantBank& m : c.constant_banks()) EXPECT_NE(m.bank, 2u);
+  const std::vector<CubinConstantBank> all = c.banks_of(k);
+  EXPECT_EQ(all.size(), c.constant_banks().size() + 1);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [](auto& a, auto& b) { return a.bank < b.bank; }));
+}
+
+// A kernel bank whose kernel is not in the cubin, and a bank number out of range, are refused by name.
+TEST(CubinHostile, KernelConstantBankOfNoKernelOrOutOfRange) {
+  REQUIRE_NVRTC();
+  const std::vector<uint8_t>& elf = cubin_for("sm_86", test::kConstantBank2Source);
+  auto rename = [&](std::string_view to) {
+    std::vector<uint8_t> b = elf;
+    const Elf64_Ehdr eh = header_of(b);
+    Elf64_Shdr strh;
+    std::memcpy(&strh, b.data() + eh.e_shoff + eh.e_shstrndx * sizeof(Elf64_Shdr), sizeof strh);
+    const Elf64_Shdr sec = section_named(b, ".nv.constant2.stack3");
+    char* name = reinterpret_cast<char*>(b.data() + strh.sh_offset + sec.sh_name);
+    EXPECT_EQ(std::strlen(name), to.size());
+    std::memcpy(name, to.data(), to.size());
+    return compile_error_of([&] { (void)Cubin::parse(b); });
+  };
+  const std::string no_kernel = rename(".nv.constant2.stacks");
+  EXPECT_NE(no_kernel.find("bad cubin: .nv.constant2.stacks: constant bank 2 of 'stacks', which is no kernel here"),
+            std::string::npos)
+      << no_kernel;
+  const std::string range = rename(".nv.constant18.stack");
+  EXPECT_NE(range.find("bad cubin: .nv.constant18.stack: constant bank 18 out of range"), std::string::npos) << range;
+  const std::string unknown = rename(".nv.constant99stack3");
+  EXPECT_NE(unknown.find("an allocated section of a kind this loader does not know"), std::string::npos) << unknown;
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         hcq::nv::Cubin::check_launch(k, {128, 1, 1}, 0, hcq::nv::LaunchLimits{});
       } catch (const hcq::InvalidArgument&) {
       }
+      // Every bank a launch would bind lies inside the image.
+      for (const hcq::nv::CubinConstantBank& b : c.banks_of(k))
+        if (b.offset + b.size > c.image().size()) std::abort();
     }
     try {
       (void)c.image_at(hcq::nv::Cubin::image_alignment() * 16);

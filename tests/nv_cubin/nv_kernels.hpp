@@ -15,6 +15,11 @@ using hcq::test::kAxpbSource;
 // cubin has .nv.global.init and relocations), plus a __launch_bounds__ kernel.
 extern const char* const kSharedGlobalSource;
 
+// A framework-style kernel (three [2, 3] tensors stacked along a new last axis, as the framework renders
+// Tensor::stack) for which NVRTC 13 for sm_86 puts a small lookup table in the kernel's own constant bank 2
+// (.nv.constant2.stack3), which the loader lays out and a launch binds.
+extern const char* const kConstantBank2Source;
+
 // Whether NVRTC can be loaded here; tests that need it skip otherwise (REQUIRE_NVRTC()).
 bool nvrtc_available();
 #define REQUIRE_NVRTC() \

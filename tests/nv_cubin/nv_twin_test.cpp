@@ -52,6 +52,9 @@ class NvTwins : public ::testing::TestWithParam<std::string> {
     d.kernarg_va = reinterpret_cast<uint64_t>(cbank0_.data());
     d.groups = {8, 1, 1};
     d.local = {128, 1, 1};
+    // The constant banks the loader binds (the module's bank 4 holds the descriptor's address), in the image.
+    for (const nv::CubinConstantBank& b : cubin_->banks_of(cubin_->kernel("axpb")))
+      d.banks.push_back({b.bank, kBase + b.offset, b.size});
     return d;
   }
   static constexpr uint64_t kBase = 0x7e0000000000ull;
@@ -84,6 +87,15 @@ TEST_P(NvTwins, FaultsSayWhatHappened) {
   d = dispatch();
   d.by = KernelRef::kernel_object;  // cubins have no kernel descriptors
   EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("not a kernel descriptor"), std::string::npos);
+  // A bank the kernel's code reads (the module's bank 4) left unbound, or bound to other bytes.
+  d = dispatch();
+  ASSERT_FALSE(d.banks.empty());
+  const uint32_t bank = d.banks[0].bank;
+  d.banks.erase(d.banks.begin());
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find(cat("reads constant bank ", bank)), std::string::npos);
+  d = dispatch();
+  d.banks[0].va = reinterpret_cast<uint64_t>(in_.data()) + 4;
+  EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("differs from the image's bank"), std::string::npos);
   d = dispatch();
   mem_.ranges.erase(mem_.ranges.begin());  // cbank0 unmapped
   EXPECT_NE(fault_of([&] { reg_.run(d, mem_.twin()); }).find("kernarg segment"), std::string::npos);

@@ -3,6 +3,7 @@
 // (dependent) QMD; the report semaphore; and the faults of bad QMDs. QMDs and pushbuffers come from drivers/nv's
 // encoders (QmdBuilder, PushbufferEncoder), so this is also their end-to-end check. Ampere and Hopper (QMD V3) and
 // Blackwell (QMD V5).
+#include <cstring>
 #include <optional>
 
 #include "cpu/cpu_compiler.hpp"
@@ -52,7 +53,7 @@ class NvEngineLaunch : public ::testing::TestWithParam<NvArch> {
     // The "code" the host maps at kProgVa: a zero-filled page, as the image says (the registry checks it).
     reg.map_image(kProgVa, ImageDesc{"nv-engine-test-image",
                                      std::vector<uint8_t>(4096, 0),
-                                     {ImageKernel{"add_one", 0, std::nullopt, arch_->cbank0_param_offset, 64}}});
+                                     {ImageKernel{"add_one", 0, std::nullopt, arch_->cbank0_param_offset, 64, {}}}});
     options_.launch = [this, twin = twin_launcher(reg)](const Launch& l, ChannelHost& h) {
       launches_.push_back(l);
       return twin(l, h);
@@ -239,6 +240,20 @@ TEST_P(NvEngineLaunch, BadQmdsFault) {
                  0x6000000);
        },
        ChannelFaultKind::mmu_fault, "constant bank 0"},
+      {"bank 2 without a size",
+       [](const q::QmdLayout& l, auto& w) {
+         q::set(w, *l.roles.cbuf[2].valid, 1);
+         q::set(w, *l.roles.cbuf[2].size_shifted4, 0);
+       },
+       ChannelFaultKind::gr_exception, "CONSTANT_BUFFER_VALID_2 is set and CONSTANT_BUFFER_SIZE_SHIFTED4_2 is 0"},
+      {"bank 2 unmapped",
+       [&](const q::QmdLayout& l, auto& w) {
+         address(l, w, *l.roles.cbuf[2].address_lower, *l.roles.cbuf[2].address_upper, l.roles.cbuf_address_shift,
+                 0x6000000);
+         q::set(w, *l.roles.cbuf[2].size_shifted4, 1);
+         q::set(w, *l.roles.cbuf[2].valid, 1);
+       },
+       ChannelFaultKind::mmu_fault, "constant bank 2 (0x6000000, 16 bytes) is not mapped"},
       {"release unmapped",
        [&](const q::QmdLayout& l, auto& w) {
          nv::QmdBuilder(*arch_).release(w, 0, 0x5000000, 1);
@@ -267,6 +282,88 @@ TEST_P(NvEngineLaunch, BadQmdsFault) {
     EXPECT_EQ(f.gpfifo_position, 0u);
     EXPECT_EQ(host_.get<uint64_t>(kDataVa + 0x80), 0u) << "the signal after the bad launch must not run";
     EXPECT_EQ(ch_->runner().fault().reason, f.reason);
+  }
+}
+
+// A kernel whose code reads constant bank 2 (as NVRTC compiles sm_86's literal tables: .nv.constant2.<kernel>, in
+// the image): the QMD must bind bank 2 to memory holding the image's bytes, big enough. The twin reads its constants
+// from its own build, so without this check a QMD missing the bank would pass here and fail on the GPU.
+TEST_P(NvEngineLaunch, ConstantBank2MustBeBoundToTheImagesBytes) {
+  constexpr uint64_t kBankOffset = 0x100;
+  constexpr uint32_t kBankBytes = 48;
+  std::vector<uint8_t> image(4096, 0);
+  for (uint32_t i = 0; i < kBankBytes; ++i) image[kBankOffset + i] = static_cast<uint8_t>(0xa0 + i);
+  TwinRegistry& reg = registry();
+  reg.unmap_image(kProgVa);
+  reg.map_image(kProgVa, ImageDesc{"nv-engine-test-image",
+                                   image,
+                                   {ImageKernel{"add_one",
+                                                0,
+                                                std::nullopt,
+                                                arch_->cbank0_param_offset,
+                                                64,
+                                                {ImageKernel::Bank{2, kBankOffset, kBankBytes}}}}});
+  std::memcpy(host_.must(kProgVa, image.size()), image.data(), image.size());
+  // A copy of the bank's bytes elsewhere, and memory holding other bytes.
+  std::memcpy(host_.must(kCbankVa + 3 * kCbankBytes, kBankBytes), image.data() + kBankOffset, kBankBytes);
+  host_.set<uint8_t>(kCbankVa + 2 * kCbankBytes + 5, 0x77);
+
+  struct Case {
+    const char* name;
+    std::optional<uint64_t> va;  // nullopt: bank 2 not bound
+    uint32_t size;
+    const char* fault;  // nullptr: runs
+  };
+  const Case cases[] = {
+      {"in the image", kProgVa + kBankOffset, kBankBytes, nullptr},
+      {"a copy elsewhere", kCbankVa + 3 * kCbankBytes, kBankBytes, nullptr},
+      {"not bound", std::nullopt, 0, "its code reads constant bank 2 (48 bytes), which the launch does not bind"},
+      {"too small", kProgVa + kBankOffset, 32, "its code reads 48 bytes of constant bank 2, the launch binds 32"},
+      {"other bytes", kCbankVa + 2 * kCbankBytes, kBankBytes, "differs from the image's bank at"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ch_.reset();
+    launches_.clear();
+    host_.set<uint64_t>(kDataVa + 0x80, 0);
+    for (uint32_t i = 0; i < kN; ++i) host_.set<uint32_t>(kOutVa + i * 4, 0);
+    std::vector<uint32_t> q = qmd(kOutVa, kInVa, 0);
+    if (c.va) {
+      // What QmdBuilder::program writes for a bank the loader binds: address, size in 16-byte units, valid.
+      nv::QmdBuilder b(*arch_);
+      nv::QmdProgram p;
+      p.code_address = kProgVa;
+      p.code_size = 256;
+      p.registers = 16;
+      p.banks[2] = {*c.va, c.size};
+      std::vector<uint32_t> with_bank(b.layout().size_words);
+      b.program(with_bank, p);
+      const auto& cb = nv::qmd::layout(arch_->qmd_version).roles.cbuf[2];
+      for (const nv::BitField* f : {cb.address_lower, cb.address_upper, cb.size_shifted4, cb.valid})
+        nv::qmd::set(q, *f, nv::qmd::get(with_bank, *f));
+    }
+    put(kQmdVa, q);
+    const size_t faults_before = host_.faults().size();
+    ch_ = std::make_unique<TestChannel>(host_, *group_, GetParam(), NvEngineKind::compute);
+    ch_->submit(launch_push(kQmdVa));
+    if (!c.fault) {
+      ASSERT_EQ(ch_->settle(), RunnerState::idle) << ch_->runner().describe();
+      ASSERT_EQ(launches_.size(), 1u);
+      ASSERT_EQ(launches_[0].banks.size(), 1u);
+      EXPECT_EQ(launches_[0].banks[0].bank, 2u);
+      EXPECT_EQ(launches_[0].banks[0].va, *c.va);
+      EXPECT_EQ(launches_[0].banks[0].size, c.size);
+      for (uint32_t i = 0; i < kN; ++i) ASSERT_EQ(host_.get<uint32_t>(kOutVa + i * 4), i * 3 + 1) << i;
+      EXPECT_EQ(host_.get<uint64_t>(kDataVa + 0x80), 11u);
+      continue;
+    }
+    ASSERT_EQ(ch_->settle(), RunnerState::faulted) << ch_->runner().describe();
+    const auto faults = host_.faults();
+    ASSERT_EQ(faults.size(), faults_before + 1);
+    EXPECT_EQ(faults.back().kind, ChannelFaultKind::gr_exception) << faults.back().reason;
+    EXPECT_NE(faults.back().reason.find(c.fault), std::string::npos) << faults.back().reason;
+    EXPECT_EQ(host_.get<uint32_t>(kOutVa + 4), 0u) << "the kernel must not run";
+    EXPECT_EQ(host_.get<uint64_t>(kDataVa + 0x80), 0u);
   }
 }
 

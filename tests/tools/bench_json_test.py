@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`hcq bench --quick`: the JSON document's shape and the table's targets, on the CPU device and on one simulated
-GPU of each vendor. It checks what the tool reports, not how fast anything is (numbers are for `hcq bench` itself).
+GPU of each vendor, the framework's figures (compile_ms included) on each. It checks what the tool reports, not how fast anything is (numbers are for `hcq bench` itself).
 Usage: bench_json_test.py <path to hcq>."""
 import json
 import math
@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 DEVICES = ["CPU", "SIM-AMD:gfx1100", "SIM-NV:hopper"]
-FRAMEWORK_KEYS = {"eager_op_us", "schedule_us", "ewise_gbps", "ewise_loop_gbps", "matmul_gflops", "openblas_gflops"}
-FRAMEWORK_CPU_ONLY = "the framework runs on the CPU device only (so far)"
-
+FRAMEWORK_KEYS = {"eager_op_us", "schedule_us", "ewise_gbps", "ewise_loop_gbps", "matmul_gflops", "openblas_gflops",
+                  "compile_ms"}
+COMPILE_KEYS = {"cold", "cached", "cold_serial", "parallel_speedup", "kernels"}
 
 def check(cond, what):
     if not cond:
@@ -59,16 +59,22 @@ def check_framework_json(device, f):
     check(set(f["schedule_us"]) == {"miss", "hit"}, f"{device}: framework schedule_us {f['schedule_us']}")
     check(set(f["matmul_gflops"]) == {"1024"} and set(f["openblas_gflops"]) == {"1024"},
           f"{device}: framework matmul sizes {f['matmul_gflops']} {f['openblas_gflops']}")
-    if device == "CPU":
-        check(all(positive(x) for x in framework_figures(f)), f"{device}: framework {f}")
-        # A hit only looks the schedule up; a miss builds it.
-        check(f["schedule_us"]["hit"] < f["schedule_us"]["miss"], f"{device}: schedule_us {f['schedule_us']}")
-        # --quick measures the product at 256^3 under the key "1024" and says so.
-        check(f["matmul_n"] == 256 and f["ewise_elements"] == 4 << 20, f"{device}: framework sizes {f}")
-        check("unavailable" not in f, f"{device}: framework unavailable: {f.get('unavailable')}")
-    else:
-        check(all(x is None for x in framework_figures(f)), f"{device}: framework figures not null: {f}")
-        check(f["unavailable"] == FRAMEWORK_CPU_ONLY, f"{device}: framework unavailable {f.get('unavailable')!r}")
+    # Every device, the simulated GPUs included, reports every figure.
+    check(all(positive(x) for x in framework_figures(f)), f"{device}: framework {f}")
+    # A hit only looks the schedule up; a miss builds it.
+    check(f["schedule_us"]["hit"] < f["schedule_us"]["miss"], f"{device}: schedule_us {f['schedule_us']}")
+    # --quick measures the product at 256^3 under the key "1024" and says so (a simulated GPU always does).
+    check(f["matmul_n"] == 256 and f["ewise_elements"] == 4 << 20, f"{device}: framework sizes {f}")
+    check("unavailable" not in f, f"{device}: framework unavailable: {f.get('unavailable')}")
+    c = f["compile_ms"]
+    check(set(c) == COMPILE_KEYS, f"{device}: compile_ms keys {sorted(c)}")
+    check(c["kernels"] == 20, f"{device}: compile_ms over {c['kernels']} kernels, expected 20")
+    check(all(positive(c[k]) for k in ("cold", "cached", "cold_serial", "parallel_speedup")),
+          f"{device}: compile_ms {c}")
+    # A kernel the disk cache serves costs less than compiling it; the speed-up is the ratio of the two cold figures.
+    check(c["cached"] < c["cold"], f"{device}: compile_ms cached {c['cached']} not below cold {c['cold']}")
+    check(abs(c["parallel_speedup"] - c["cold_serial"] / c["cold"]) <= 1e-3 * c["parallel_speedup"],
+          f"{device}: compile_ms parallel_speedup {c}")
 
 
 def check_table(hcq, device, copy_target):
@@ -77,18 +83,18 @@ def check_table(hcq, device, copy_target):
     check(len(rows) == 3, f"{device}: three copy rows in the table, got {rows}")
     for row in rows:
         check(f">= {copy_target}% memcpy" in row, f"{device}: copy target {copy_target}% in {row!r}")
-    fw_rows = {line.split()[2]: line for line in table if line.split()[1:2] == ["fw"]}
-    if device != "CPU":
-        check(fw_rows == {}, f"{device}: framework rows {fw_rows}")
-        check(any(f"not measured: {FRAMEWORK_CPU_ONLY}" in line for line in table), f"{device}: no framework reason")
-        return
+    fw_rows = {" ".join(line.split()[2:4]) if line.split()[2] == "compile_ms" else line.split()[2]: line
+               for line in table if line.split()[1:2] == ["fw"]}
     # Each framework figure beside its target (met or not: the test checks what is reported, not the speed), or
     # beside its yardstick.
     targets = {"eager_op_us": "<= 10 us", "schedule_us": "<= ", "ewise_gbps": ">= 90% loop",
-               "ewise_loop_gbps": "(yardstick)", "matmul_gflops": "(no target)", "openblas_gflops": "(yardstick)"}
+               "ewise_loop_gbps": "(yardstick)", "matmul_gflops": "(no target)", "openblas_gflops": "(yardstick)",
+               "compile_ms cold": "(per kernel)", "compile_ms cold_serial": "(per kernel)",
+               "compile_ms cached": "(per kernel)"}
     check(set(fw_rows) == set(targets), f"{device}: framework rows {sorted(fw_rows)}")
     for metric, target in targets.items():
         check(target in fw_rows[metric], f"{device}: {metric} target {target!r} in {fw_rows[metric]!r}")
+    check("x serial)" in fw_rows["compile_ms cold"], f"{device}: compile speed-up in {fw_rows['compile_ms cold']!r}")
     check("% loop)" in fw_rows["ewise_gbps"] and "% BLAS)" in fw_rows["matmul_gflops"],
           f"{device}: framework figures beside their yardsticks: {fw_rows}")
     schedule = [line for line in table if "fw schedule_us" in line]

@@ -9,17 +9,20 @@
 //                <= 200 ns).
 //   copy_gbps    64 MiB host->device, device->host, device->device through Buffer and the device's allocator,
 //                next to memcpy_gbps: a plain host memcpy of the same size in the same run, the yardstick.
-//   framework    the framework's costs on the CPU device, each beside its yardstick (bench_framework.hpp).
+//   framework    the framework's costs on each device, each beside its yardstick, and its compile times
+//                (bench_framework.hpp).
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_framework.hpp"
@@ -65,7 +68,13 @@ constexpr const char* kBenchHelp =
     "               ewise_gbps       c = a * b + 1 on 64M floats (3 * 4 bytes each), beside ewise_loop_gbps: a\n"
     "                                hand-written HCQ C kernel on the device's workers, same compiler and launch\n"
     "               matmul_gflops    float32 1024^3 through Tensor::matmul, beside OpenBLAS's cblas_sgemm\n"
-    "               (other devices: null, the framework runs on the CPU device only so far)\n"
+    "               compile_ms       per kernel: cold (20 new kernels in one realize, compiled in parallel),\n"
+    "                                cached (the same realize in a new process: the disk cache serves them),\n"
+    "                                cold_serial (20 new kernels, one realize each), parallel_speedup\n"
+    "                                (cold_serial / cold), kernels (20); loading included; with\n"
+    "                                HCQ_ASSERT_COMPILE=1 null, and \"unavailable\" says why\n"
+    "               The same on every GPU; a simulated GPU's ewise is on 4M floats and its matmul 256^3 (host\n"
+    "               twins run its kernels). A build without the framework reports \"unavailable\" and nulls.\n"
     "Each number is printed beside its target and whether it is met.\n"
     "\n"
     "  --device D   only device D (e.g. CPU, CPU:1)\n"
@@ -73,6 +82,8 @@ constexpr const char* kBenchHelp =
     "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"framework\", \"errors\"}]}\n"
     "  --quick      fewer repetitions (a smoke test, not a measurement); the framework's ewise on 4M floats and\n"
     "               its matmul at 256^3 (still under the JSON key \"1024\"; \"matmul_n\" says the size)\n"
+    "  --compile-probe NONCE N   (with --device; what compile_ms.cached runs in a new process) realize the N\n"
+    "               probe kernels of NONCE once and print \"compile_probe_ms <ms>\"\n"
     "\n"
     "exit status: 0 all measured, 1 some device or measurement failed (the others are still reported),\n"
     "2 bad command line.\n";
@@ -388,7 +399,7 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
 #if HCQ_TOOL_FRAMEWORK
   r.framework = measure_framework(*dev, cfg.framework, r.errors);
 #else
-  r.framework.unavailable = "this hcq is built without the framework (the hw-tests bundle)";
+  r.framework.unavailable = "this hcq is built without the framework";
 #endif
   return r;
 }
@@ -404,6 +415,15 @@ void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f) {
   w.key("openblas_gflops").begin_object().field(matmul_key, f.openblas_gflops).end_object();
   if (f.matmul_n > 0) w.field("matmul_n", static_cast<uint64_t>(f.matmul_n));
   if (f.ewise_elements > 0) w.field("ewise_elements", static_cast<uint64_t>(f.ewise_elements));
+  w.key("compile_ms")
+      .begin_object()
+      .field("cold", f.compile_cold_ms)
+      .field("cached", f.compile_cached_ms)
+      .field("cold_serial", f.compile_cold_serial_ms)
+      .field("parallel_speedup", f.compile_cold_serial_ms / f.compile_cold_ms)
+      .field("kernels", static_cast<uint64_t>(f.compile_kernels));
+  if (!f.compile_unavailable.empty()) w.field("unavailable", f.compile_unavailable);
+  w.end_object();
   if (!f.unavailable.empty()) w.field("unavailable", f.unavailable);
   w.end_object();
 }
@@ -494,6 +514,17 @@ void print_framework_rows(const DeviceResult& r) {
   if (std::isfinite(blas_ratio)) matmul_shown += " (" + fixed(blas_ratio * 100, 1) + "% BLAS)";
   print_row(r, ("fw matmul_gflops " + n).c_str(), matmul_shown, "(no target)");
   print_row(r, ("fw openblas_gflops " + n).c_str(), fixed(f.openblas_gflops, 1), "(yardstick)");
+  const double speedup = f.compile_cold_serial_ms / f.compile_cold_ms;
+  std::string cold_shown = fixed(f.compile_cold_ms, 1);
+  if (std::isfinite(speedup)) cold_shown += " (" + fixed(speedup, 2) + "x serial)";
+  if (!f.compile_unavailable.empty()) {
+    std::printf("%s%snot measured: %s\n", pad(r.name, 18).c_str(), pad("fw compile_ms", 26).c_str(),
+                f.compile_unavailable.c_str());
+    return;
+  }
+  print_row(r, "fw compile_ms cold", cold_shown, "(per kernel)");
+  print_row(r, "fw compile_ms cold_serial", fixed(f.compile_cold_serial_ms, 1), "(per kernel)");
+  print_row(r, "fw compile_ms cached", fixed(f.compile_cached_ms, 2), "(per kernel)");
 }
 
 void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
@@ -565,6 +596,7 @@ void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {
 int run_bench(std::span<const std::string_view> args) {
   bool json = false, quick = false;
   std::optional<std::string> only_device;
+  std::optional<std::pair<uint64_t, int>> compile_probe;  // nonce, kernels
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--json") {
@@ -576,6 +608,17 @@ int run_bench(std::span<const std::string_view> args) {
       only_device = std::string(args[++i]);
     } else if (a.starts_with("--device=")) {
       only_device = std::string(a.substr(std::string_view("--device=").size()));
+    } else if (a == "--compile-probe") {
+      if (i + 2 >= args.size()) return usage_error("bench: --compile-probe needs a nonce and a kernel count", "bench");
+      const std::string nonce(args[i + 1]), kernels(args[i + 2]);
+      i += 2;
+      char* end = nullptr;
+      const uint64_t nv = std::strtoull(nonce.c_str(), &end, 10);
+      const bool nonce_ok = !nonce.empty() && *end == '\0';
+      const long kv = std::strtol(kernels.c_str(), &end, 10);
+      if (!nonce_ok || kernels.empty() || *end != '\0' || kv < 1 || kv > 1000)
+        return usage_error("bench: --compile-probe takes a number and a kernel count of 1 to 1000", "bench");
+      compile_probe = std::make_pair(nv, static_cast<int>(kv));
     } else if (a == "--help" || a == "-h") {
       std::fputs(kBenchHelp, stdout);
       return kExitOk;
@@ -584,6 +627,22 @@ int run_bench(std::span<const std::string_view> args) {
     }
   }
   const Config cfg = quick ? Config::quick() : Config{};
+  if (compile_probe) {
+    if (!only_device) return usage_error("bench: --compile-probe needs --device", "bench");
+#if HCQ_TOOL_FRAMEWORK
+    try {
+      std::printf("compile_probe_ms %.6f\n",
+                  compile_probe_ms(open_device(*only_device), compile_probe->first, compile_probe->second));
+      return kExitOk;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hcq bench --compile-probe: %s\n", e.what());
+      return kExitFailure;
+    }
+#else
+    std::fprintf(stderr, "hcq bench --compile-probe: this hcq is built without the framework\n");
+    return kExitFailure;
+#endif
+  }
 
   std::vector<std::string> names;
   if (only_device) {

@@ -1,13 +1,20 @@
 #include "bench_framework.hpp"
 
+// The hw-tests bundle's `hcq` is linked without OpenBLAS (HCQ_TOOL_NO_OPENBLAS): its matmul has no yardstick there.
+#if !HCQ_TOOL_NO_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <random>
 #include <span>
 
+#include "framework/engine/compile.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework/ir/node.hpp"
 #include "framework/ir/ops.hpp"
@@ -194,7 +201,7 @@ void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBench
   check_rows(read_floats(c), av, bv, n, "Tensor::matmul");
   r.matmul_gflops = median(framework_gflops);
   r.matmul_n = n;
-
+#if !HCQ_TOOL_NO_OPENBLAS
   std::vector<float> blas_out(static_cast<size_t>(n * n));
   const auto blas_n = static_cast<int>(n);
   auto sgemm = [&] {
@@ -210,6 +217,62 @@ void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBench
   }
   check_rows(blas_out, av, bv, n, "cblas_sgemm");
   r.openblas_gflops = median(blas_gflops);
+#endif
+}
+
+// The probe's kernels: out_k = x * (1 + k / 64) + c_k, with c_k an integer below 2^24 made of the nonce and k, so
+// exact in float32 and distinct between kernels and (but for one chance in 4 million) between nonces: the rendered
+// sources differ, and no cache has seen them.
+std::vector<Tensor> probe_kernels(const Tensor& x, uint64_t nonce, int kernels) {
+  std::vector<Tensor> out;
+  const double base = static_cast<double>((nonce % 4'000'000) * 4);
+  for (int k = 0; k < kernels; ++k) out.push_back(x * (1.0 + k / 64.0) + (base + k));
+  return out;
+}
+
+// A new process's compile probe on the same device and nonce: its kernels come from the disk cache.
+double cached_probe_ms(const Device& dev, const FrameworkBenchConfig& cfg, uint64_t nonce) {
+  // The shell popen starts would read /proc/self/exe as its own: the path is resolved here.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink(cfg.self_exe, ec);
+  const std::string self = ec ? cfg.self_exe : exe.string();
+  const std::string command =
+      cat("'", self, "' bench --device '", dev.name(), "' --compile-probe ", nonce, " ", cfg.compile_kernels, " 2>&1");
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) throw Error(cat("cannot start the compile probe: ", command));
+  std::string output;
+  char chunk[512];
+  while (std::fgets(chunk, sizeof chunk, pipe)) output += chunk;
+  const int status = ::pclose(pipe);
+  double ms = 0;
+  const size_t at = output.rfind("compile_probe_ms ");
+  if (status != 0 || at == std::string::npos || std::sscanf(output.c_str() + at, "compile_probe_ms %lf", &ms) != 1)
+    throw Error(cat("the compile probe (", command, ") failed with status ", status, ": ", output));
+  return ms;
+}
+
+// compile_ms: cold in parallel (one realize), cold one kernel per realize, cached in a new process.
+void measure_compile(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
+  if (knobs::assert_compile()) {
+    r.compile_unavailable = "HCQ_ASSERT_COMPILE=1 refuses the new kernels a cold compile needs";
+    return;
+  }
+  std::random_device rd;
+  const uint64_t nonce = (uint64_t{rd()} << 32) | rd();
+  const int n = cfg.compile_kernels;
+  r.compile_cold_ms = compile_probe_ms(dev, nonce, n) / n;
+  // The serial figure: as many new kernels (another nonce), one realize each.
+  const Tensor x = Tensor::rand({1024}, dtypes::float32, dev.name()).realize();
+  const std::vector<Tensor> serial = probe_kernels(x, nonce + 1, n);
+  const uint64_t before = fw::kernels_compiled();
+  const auto t0 = Clock::now();
+  for (Tensor t : serial) t.realize();
+  dev.synchronize();
+  r.compile_cold_serial_ms = elapsed_us(t0, Clock::now()) / 1e3 / n;
+  if (fw::kernels_compiled() - before != static_cast<uint64_t>(n))
+    throw Error(cat("the serial realizes compiled ", fw::kernels_compiled() - before, " kernels, expected ", n));
+  r.compile_kernels = static_cast<size_t>(n);
+  if (!cfg.self_exe.empty()) r.compile_cached_ms = cached_probe_ms(dev, cfg, nonce) / n;
 }
 
 template <class Fn>
@@ -232,6 +295,16 @@ constexpr const char* kEwiseLoopSource =
     "  const uint64_t hi = lo + chunk < n ? lo + chunk : n;\n"
     "  for (uint64_t i = lo; i < hi; ++i) c[i] = a[i] * b[i] + 1.0f;\n"
     "}\n";
+
+// The yardstick on a GPU: one element per thread, 256 threads per workgroup.
+constexpr const char* kEwiseThreadSource =
+    "HCQ_KERNEL(ewise_thread, 3, 1) {\n"
+    "  HCQ_FOR_EACH_THREAD(x, y, z) {\n"
+    "    const uint32_t i = HCQ_GLOBAL_ID(0, x);\n"
+    "    if (i < HCQ_VAL(0)) HCQ_BUF(float, 0)[i] = HCQ_BUF(const float, 1)[i] * HCQ_BUF(const float, 2)[i] + 1.0f;\n"
+    "  }\n"
+    "}\n";
+constexpr uint32_t kEwiseThreadsPerGroup = 256;
 
 }  // namespace
 
@@ -258,25 +331,51 @@ Tensor Mlp::new_input() const {
 
 EwiseLoop::EwiseLoop(Device& dev)
     : dev_(dev),
-      program_(dev.load_program("ewise_loop", dev.compiler().compile_cached(kEwiseLoopSource))),
+      gpu_(dev.info().interface != "cpu"),
+      program_(gpu_ ? dev.load_program("ewise_thread", dev.compiler().compile_cached(kEwiseThreadSource))
+                    : dev.load_program("ewise_loop", dev.compiler().compile_cached(kEwiseLoopSource))),
       workers_(knobs::cpu_threads()) {}
 
 EwiseLoop::~EwiseLoop() = default;
 
 void EwiseLoop::launch(const Buffer& c, const Buffer& a, const Buffer& b, uint32_t n) {
   const LaunchArgs args{{Sym(c.va()), Sym(a.va()), Sym(b.va())}, {Sym(n)}};
-  const Dims global{Sym(workers_), Sym(1), Sym(1)}, local{Sym(1), Sym(1), Sym(1)};
+  const uint32_t groups = gpu_ ? (n + kEwiseThreadsPerGroup - 1) / kEwiseThreadsPerGroup : workers_;
+  const uint32_t threads = gpu_ ? kEwiseThreadsPerGroup : 1;
+  const Dims global{Sym(groups), Sym(1), Sym(1)}, local{Sym(threads), Sym(1), Sym(1)};
   std::unique_ptr<HWQueue> queue = dev_.compute_queue();
   dev_.submit(*queue, [&](HWQueue& q) { q.exec(*program_, args, global, local); });
   last_queue_ = std::move(queue);
 }
 
-FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& cfg, std::vector<std::string>& errors) {
-  FrameworkBenchResult r;
-  if (dev.info().interface != "cpu") {
-    r.unavailable = "the framework runs on the CPU device only (so far)";
-    return r;
+double compile_probe_ms(Device& dev, uint64_t nonce, int kernels) {
+  const Tensor x = Tensor::rand({1024}, dtypes::float32, dev.name()).realize();
+  (void)(x + 1).realize();  // the device, its queues and the engine started; a kernel that is no probe's
+  dev.synchronize();
+  std::vector<Tensor> outs = probe_kernels(x, nonce, kernels);
+  const uint64_t before = fw::kernels_compiled();
+  const auto t0 = Clock::now();
+  Tensor::realize(outs);
+  dev.synchronize();
+  const double ms = elapsed_us(t0, Clock::now()) / 1e3;
+  if (fw::kernels_compiled() - before != static_cast<uint64_t>(kernels))
+    throw Error(cat("the probe's realize compiled ", fw::kernels_compiled() - before, " kernels, expected ", kernels));
+  // Each output is x * (1 + k / 64) + c_k: checked at one element against double precision.
+  const std::vector<float> xv = read_floats(x);
+  for (int k = 0; k < kernels; ++k) {
+    const double c = static_cast<double>((nonce % 4'000'000) * 4 + static_cast<uint64_t>(k));
+    check_close(read_floats(outs[static_cast<size_t>(k)])[7], xv[7] * (1.0 + k / 64.0) + c, kEwiseTolerance,
+                cat("probe kernel ", k));
   }
+  return ms;
+}
+
+FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& base_cfg,
+                                       std::vector<std::string>& errors) {
+  FrameworkBenchResult r;
+  const std::string interface = dev.info().interface;
+  const bool simulated = interface == "sim-kfd" || interface == "sim-rm";
+  const FrameworkBenchConfig cfg = simulated ? base_cfg.for_simulated() : base_cfg;
   attempt(errors, "eager_op_us", [&] { r.eager_op_us = measure_eager_op(dev, cfg); });
   attempt(errors, "schedule_us", [&] {
     const ScheduleTimes t = measure_schedule(dev, cfg);
@@ -286,6 +385,7 @@ FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& 
   });
   attempt(errors, "ewise_gbps", [&] { measure_ewise(dev, cfg, r); });
   attempt(errors, "matmul_gflops", [&] { measure_matmul(dev, cfg, r); });
+  attempt(errors, "compile_ms", [&] { measure_compile(dev, cfg, r); });
   return r;
 }
 

@@ -7,9 +7,18 @@
 //                    HCQ C kernel of the same computation, split over the device's workers, built by the same
 //                    compiler and launched the same way
 //   matmul_gflops    an n x n x n float32 product through Tensor::matmul, beside cblas_sgemm (OpenBLAS)
+//   compile_ms       per kernel: `cold`, one realize of compile_kernels distinct new kernels (compiled in parallel by
+//                    the engine; the kernels' constants carry a random nonce, so neither cache has them), and
+//                    `cached`, the same realize in a new process (`hcq bench --compile-probe`), whose compiles the
+//                    disk cache serves; beside `cold_serial`, the same number of new kernels one realize each, and
+//                    `parallel_speedup` = cold_serial / cold. Loading (and on a simulated GPU, building the host
+//                    twin) is part of each figure, as a realize pays it.
+// On a GPU (simulated or real) the same figures; a simulated GPU measures ewise on 4M floats and matmul at 256^3
+// (for_simulated()): its kernels run as host twins on the CPU.
 // The pieces the Google Benchmark twins (benchmarks/framework_bench.cpp) time are declared here too.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -37,6 +46,9 @@ struct FrameworkBenchConfig {
   int64_t matmul_n = 1024;
   int matmul_runs = 3;  // the generated kernel takes about a second at 1024 on two cores
   int sgemm_runs = 11;
+  int compile_kernels = 20;  // distinct kernels in the cold realize (and as many in the serial one)
+  // How to start the cached probe: this program's path; empty: compile_ms.cached is not measured.
+  std::string self_exe = "/proc/self/exe";
 
   static FrameworkBenchConfig quick() {
     FrameworkBenchConfig c;
@@ -48,6 +60,14 @@ struct FrameworkBenchConfig {
     c.matmul_n = 256;
     c.matmul_runs = 3;
     c.sgemm_runs = 5;
+    return c;
+  }
+  // The sizes a simulated GPU measures at (its kernels are host twins): ewise and matmul no larger than quick()'s.
+  FrameworkBenchConfig for_simulated() const {
+    FrameworkBenchConfig c = *this;
+    const FrameworkBenchConfig q = quick();
+    c.ewise_elements = std::min(c.ewise_elements, q.ewise_elements);
+    c.matmul_n = std::min(c.matmul_n, q.matmul_n);
     return c;
   }
 };
@@ -62,13 +82,22 @@ struct FrameworkBenchResult {
   int64_t ewise_elements = 0;
   double matmul_gflops = kNotMeasured, openblas_gflops = kNotMeasured;
   int64_t matmul_n = 0;
-  std::string unavailable;  // non-empty: the framework does not run on this device (or in this build), and why
+  double compile_cold_ms = kNotMeasured, compile_cached_ms = kNotMeasured, compile_cold_serial_ms = kNotMeasured;
+  size_t compile_kernels = 0;
+  std::string compile_unavailable;  // non-empty: compile_ms not measured, and why (not an error)
+  std::string unavailable;          // non-empty: the framework does not run on this device (or in this build), and why
 };
 
 // Every framework figure on `dev`; each failed measurement leaves its figures NaN and appends
 // "framework <figure>: <message>" to `errors`. On a device the framework does not run on yet, measures nothing
 // and says why in `unavailable` (not an error: there is nothing to fix in the device).
 FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& cfg, std::vector<std::string>& errors);
+
+// The compile probe: realizes `kernels` distinct kernels whose constants carry `nonce` in one realize on `dev`, after
+// a warm-up realize, and returns the realize's host time in ms (kernels compiled, loaded and run, completion
+// included). Throws Error when the realize compiled another number of kernels than asked. What
+// `hcq bench --compile-probe` runs in a new process for compile_ms.cached.
+double compile_probe_ms(Device& dev, uint64_t nonce, int kernels);
 
 // ---- the pieces (shared with benchmarks/framework_bench.cpp)
 
@@ -85,8 +114,9 @@ struct Mlp {
   std::string device;
 };
 
-// The yardstick of ewise_gbps: `c[i] = a[i] * b[i] + 1.0f` in HCQ C, one contiguous chunk per workgroup, one
-// workgroup per worker of the CPU device (HCQ_CPU_THREADS, as the framework's kernels are split), compiled by the
+// The yardstick of ewise_gbps: `c[i] = a[i] * b[i] + 1.0f` in HCQ C. On the CPU device one contiguous chunk per
+// workgroup, one workgroup per worker (HCQ_CPU_THREADS, as the framework's kernels are split); on a GPU one element
+// per thread, 256 threads per workgroup. Compiled by the
 // device's compiler and submitted as the framework submits a realize's kernels (framework/engine/submit.cpp): a
 // compute queue with the exec, Device::submit on the timeline, the queue kept instead of destroyed at once (a
 // queue's destructor waits until the device has consumed it, which Program::launch would add to every launch).
@@ -100,6 +130,7 @@ class EwiseLoop {
 
  private:
   Device& dev_;
+  bool gpu_;
   std::unique_ptr<Program> program_;
   std::unique_ptr<HWQueue> last_queue_;
   uint32_t workers_;

@@ -88,17 +88,27 @@ void expect_format(const InfoRecord& r, InfoFormat f, const std::string& where) 
             static_cast<unsigned>(f)));
 }
 
-// ".nv.constant3" -> 3; nullopt for anything else (".nv.constant0.k" included).
-std::optional<uint32_t> numbered_bank(std::string_view name) {
+// A constant bank section: ".nv.constant3" -> {3, ""} (the module's), ".nv.constant2.k" -> {2, "k"} (kernel k's own);
+// nullopt for anything else. ".nv.constant0.k" is {0, "k"}: bank 0, which the driver builds per launch.
+struct BankSection {
+  uint32_t bank;
+  std::string_view kernel;
+};
+std::optional<BankSection> bank_section(std::string_view name) {
   if (!name.starts_with(cubin::kConstantBank)) return std::nullopt;
-  const std::string_view digits = name.substr(cubin::kConstantBank.size());
+  std::string_view rest = name.substr(cubin::kConstantBank.size());
+  const size_t dot = rest.find('.');
+  const std::string_view digits = rest.substr(0, dot);
   if (digits.empty() || digits.size() > 2) return std::nullopt;
   uint32_t n = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return std::nullopt;
     n = n * 10 + static_cast<uint32_t>(c - '0');
   }
-  return n;
+  if (dot == std::string_view::npos) return BankSection{n, {}};
+  const std::string_view kernel = rest.substr(dot + 1);
+  if (kernel.empty()) return std::nullopt;
+  return BankSection{n, kernel};
 }
 
 // What the steps of parse() read: the checked section table, the sections by index and by name, the symbols.
@@ -151,7 +161,7 @@ void read_symbols(Input& in) {
   if (!in.symtab_index) bad("no symbol table");
 }
 
-// The image: code, then constant banks 1..N, then global data, each section placed at its alignment and copied in.
+// The image: code, then constant banks 1..N (the module's and the kernels' own), then global data, each section placed at its alignment and copied in.
 std::vector<uint8_t> lay_out_image(Input& in, std::vector<CubinConstantBank>& banks) {
   std::vector<Section>& secs = in.secs;
   enum class Kind { skip, text, bank, global };
@@ -165,9 +175,10 @@ std::vector<uint8_t> lay_out_image(Input& in, std::vector<CubinConstantBank>& ba
       return Kind::text;
     }
     if (s.name.starts_with(cubin::kShared)) return Kind::skip;  // sizes only: shared memory is not in the image
-    if (s.name.starts_with(std::string(cubin::kConstantBank) + "0.")) return Kind::skip;  // cbank0: built per launch
-    if (const auto bank = numbered_bank(s.name)) {
-      if (*bank == 0 || *bank > cubin::kMaxConstantBank) bad(cat(s.name, ": constant bank ", *bank, " out of range"));
+    if (const auto b = bank_section(s.name)) {
+      if (b->bank == 0 && !b->kernel.empty()) return Kind::skip;  // cbank0: built per launch
+      if (b->bank == 0 || b->bank > cubin::kMaxConstantBank)
+        bad(cat(s.name, ": constant bank ", b->bank, " out of range"));
       if (s.h.sh_type != SHT_PROGBITS) bad(cat(s.name, ": constant bank without contents"));
       return Kind::bank;
     }
@@ -189,7 +200,9 @@ std::vector<uint8_t> lay_out_image(Input& in, std::vector<CubinConstantBank>& ba
       if (end > kMaxImageBytes) bad(cat("image of more than ", kMaxImageBytes, " bytes"));
       if (pass == Kind::bank) {
         if (s.h.sh_size > 0x10000) bad(cat(s.name, ": ", s.h.sh_size, " bytes, a constant bank holds 64 KiB"));
-        banks.push_back({*numbered_bank(s.name), *s.placed, static_cast<uint32_t>(s.h.sh_size)});
+        // A kernel's own bank is attached to it once the kernels are known (kernel_banks()).
+        if (bank_section(s.name)->kernel.empty())
+          banks.push_back({bank_section(s.name)->bank, *s.placed, static_cast<uint32_t>(s.h.sh_size)});
       }
     }
   }
@@ -344,6 +357,26 @@ std::vector<CubinKernel> read_kernels(const Input& in, AttrsBySymbol& per_symbol
   return kernels;
 }
 
+// Each kernel's own constant banks (.nv.constant<N>.<kernel>, placed by lay_out_image). A bank section of no kernel,
+// or a kernel bank the module also defines, is malformed: the QMD binds one address per bank.
+void kernel_banks(const Input& in, const std::vector<CubinConstantBank>& module_banks,
+                  std::vector<CubinKernel>& kernels) {
+  for (const Section& s : in.secs) {
+    const auto b = bank_section(s.name);
+    if (!b || b->bank == 0 || b->kernel.empty() || !s.placed) continue;
+    const auto k =
+        std::find_if(kernels.begin(), kernels.end(), [&](const CubinKernel& c) { return c.name == b->kernel; });
+    if (k == kernels.end())
+      bad(cat(s.name, ": constant bank ", b->bank, " of '", b->kernel, "', which is no kernel here"));
+    for (const CubinConstantBank& m : module_banks)
+      if (m.bank == b->bank) bad(cat(s.name, ": bank ", b->bank, " is also the module's (.nv.constant", b->bank, ")"));
+    k->banks.push_back({b->bank, *s.placed, static_cast<uint32_t>(s.h.sh_size)});
+  }
+  for (CubinKernel& k : kernels)
+    std::sort(k.banks.begin(), k.banks.end(),
+              [](const CubinConstantBank& x, const CubinConstantBank& y) { return x.bank < y.bank; });
+}
+
 // The hcq kernel descriptors (<name>_hcq_desc in global data): how many buffers and values a kernel takes.
 void read_descriptors(const Input& in, const std::vector<uint8_t>& image, std::vector<CubinKernel>& kernels) {
   const std::vector<Section>& secs = in.secs;
@@ -453,6 +486,7 @@ Cubin Cubin::parse(std::span<const uint8_t> elf) {
   c.reserved_shared_ = compiler_reserved_shared(in);
   AttrsBySymbol per_symbol = global_attributes(in);
   c.kernels_ = read_kernels(in, per_symbol, c.reserved_shared_);
+  kernel_banks(in, c.banks_, c.kernels_);
   read_descriptors(in, c.image_, c.kernels_);
   c.relocs_ = read_relocations(in, c.image_);
   const std::vector<Section>& secs = in.secs;
@@ -510,6 +544,14 @@ const CubinKernel& Cubin::kernel(std::string_view name) const {
   for (const CubinKernel& k : kernels_) names += (names.empty() ? "" : ", ") + k.name;
   throw InvalidArgument(
       cat("cubin for ", arch(), " has no kernel '", name, "' (it has: ", names.empty() ? "none" : names, ")"));
+}
+
+std::vector<CubinConstantBank> Cubin::banks_of(const CubinKernel& k) const {
+  std::vector<CubinConstantBank> out = banks_;
+  out.insert(out.end(), k.banks.begin(), k.banks.end());
+  std::sort(out.begin(), out.end(),
+            [](const CubinConstantBank& x, const CubinConstantBank& y) { return x.bank < y.bank; });
+  return out;
 }
 
 const CubinKernel* Cubin::kernel_at_code(uint64_t offset) const {

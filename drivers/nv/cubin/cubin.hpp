@@ -23,6 +23,13 @@ struct CubinParam {
   uint32_t size = 0;
 };
 
+// A constant bank other than 0, stored in the image: the QMD binds bank `bank` at base + offset.
+struct CubinConstantBank {
+  uint32_t bank = 0;
+  uint64_t offset = 0;
+  uint32_t size = 0;
+};
+
 struct CubinKernel {
   std::string name;
   uint64_t code_offset = 0;  // first instruction, from the image base (128-byte aligned)
@@ -41,15 +48,12 @@ struct CubinKernel {
   std::optional<std::array<uint32_t, 3>> reqntid;      // EIATTR_REQNTID
   std::vector<uint32_t> exit_offsets;                  // EIATTR_EXIT_INSTR_OFFSETS, from code_offset
   std::vector<CubinParam> params;                      // EIATTR_KPARAM_INFO, by ordinal
+  // The kernel's own constant banks, .nv.constant<N>.<kernel> (N >= 1), by bank: data the compiler reads as
+  // c[N][...] in this kernel only (NVRTC 13 puts sm_86's literal tables in bank 2). Laid out in the image like the
+  // module's banks; a launch binds each beside those of constant_banks().
+  std::vector<CubinConstantBank> banks;
   // From `<name>_hcq_desc` when the kernel was built from hcq's kernel ABI (drivers/nv/compiler).
   std::optional<uint32_t> num_buffers, num_values;
-};
-
-// A constant bank other than 0, stored in the image: the QMD binds bank `bank` at base + offset.
-struct CubinConstantBank {
-  uint32_t bank = 0;
-  uint64_t offset = 0;
-  uint32_t size = 0;
 };
 
 // Per-block limits of an architecture (nv-facts' arch table carries the numbers per SM version).
@@ -98,7 +102,11 @@ class Cubin {
   // The kernel whose first instruction is `offset` bytes from the image base; nullptr when none is.
   const CubinKernel* kernel_at_code(uint64_t offset) const;
 
+  // The module's banks, .nv.constant<N> (N >= 1): every kernel of the cubin sees them (CubinKernel::banks has a
+  // kernel's own).
   const std::vector<CubinConstantBank>& constant_banks() const { return banks_; }
+  // What a launch of `k` binds: the module's banks and the kernel's own, by bank number.
+  std::vector<CubinConstantBank> banks_of(const CubinKernel& k) const;
   // Shared memory the compiler reserves for its own use in every kernel (.nv.shared.reserved.*; 64 bytes on sm_100).
   uint32_t reserved_shared_bytes() const { return reserved_shared_; }
 

@@ -396,7 +396,9 @@ std::unique_ptr<Program> NvDevice::load_program(const std::string& prog, std::sp
     throw InvalidArgument(cat(name(), ": kernel '", prog, "' needs ", k->stack_bytes, " bytes of stack per thread; ",
                               "the local memory window holds ", kCudaStackTop, " bytes"));
   qp.local_bytes_per_thread = static_cast<uint32_t>(local_bytes);
-  for (const CubinConstantBank& b : cubin.constant_banks()) {
+  // The module's banks and the kernel's own (NVRTC puts sm_86's literal tables in .nv.constant2.<kernel>): each
+  // bound where the image holds it, so the relocated bytes are what c[N][...] reads.
+  for (const CubinConstantBank& b : cubin.banks_of(*k)) {
     if (b.bank == 0 || b.bank >= qmd::kConstantBuffers)
       throw CompileError(cat(name(), ": kernel '", prog, "': constant bank ", b.bank, " cannot be bound by a QMD"));
     qp.banks[b.bank] = {base + b.offset, b.size};

@@ -143,6 +143,21 @@ class ComputeEngine final : public ClassEngine {
           c, l.cbank0_va,
           at + "constant bank 0 (" + hex(l.cbank0_va) + ", " + std::to_string(l.cbank0_size) + " bytes) is not mapped");
     l.param_va = l.cbank0_va + arch_.cbank0_param_offset;
+    // The other banks as strictly as bank 0: a valid bank has a size and is mapped whole. Which banks the kernel
+    // needs, and that they hold what it was compiled with, the twin registry checks (twin_launch.cpp).
+    for (uint32_t i = 1; i < q::kConstantBuffers; ++i) {
+      const q::ConstantBufferRoles& b = r.cbuf[i];
+      if (get(b.valid) == 0) continue;
+      const std::string name = "CONSTANT_BUFFER_VALID_" + std::to_string(i);
+      Launch::Bank bank{i, (get(b.address_lower) | (get(b.address_upper) << 32)) << r.cbuf_address_shift,
+                        static_cast<uint32_t>(get(b.size_shifted4) << 4)};
+      if (bank.size == 0) return bad(name + " is set and CONSTANT_BUFFER_SIZE_SHIFTED4_" + std::to_string(i) + " is 0");
+      if (!ctx_.ptr(bank.va, bank.size))
+        return sm_fetch_fault(c, bank.va,
+                              at + "constant bank " + std::to_string(i) + " (" + hex(bank.va) + ", " +
+                                  std::to_string(bank.size) + " bytes) is not mapped");
+      l.banks.push_back(bank);
+    }
 
     // The QMD's own invalidates apply as the grid starts.
     if (get(r.invalidate_shader_data_cache)) ctx_.host().caches(kCacheInvalidate);

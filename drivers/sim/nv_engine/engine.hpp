@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hcq/error.hpp"
 #include "sim/common/engine_group.hpp"
@@ -31,10 +32,17 @@ namespace hcq::sim::nv_engine {
 struct Launch {
   uint32_t channel_id = 0;
   uint64_t qmd_va = 0;
-  uint64_t program_va = 0;           // the kernel's first instruction
-  uint64_t cbank0_va = 0;            // constant bank 0 (driver prefix, then the kernel's parameters)
-  uint32_t cbank0_size = 0;          // bytes
-  uint64_t param_va = 0;             // cbank0_va + the architecture's parameter offset
+  uint64_t program_va = 0;   // the kernel's first instruction
+  uint64_t cbank0_va = 0;    // constant bank 0 (driver prefix, then the kernel's parameters)
+  uint32_t cbank0_size = 0;  // bytes
+  uint64_t param_va = 0;     // cbank0_va + the architecture's parameter offset
+  // Constant banks 1..7 the QMD marks valid (CONSTANT_BUFFER_VALID_<n>), each mapped for its whole size.
+  struct Bank {
+    uint32_t bank = 0;
+    uint64_t va = 0;
+    uint32_t size = 0;  // bytes
+  };
+  std::vector<Bank> banks;
   std::array<uint32_t, 3> groups{};  // CTA raster width/height/depth
   std::array<uint32_t, 3> local{};   // CTA thread dimensions
   uint32_t shared_bytes = 0;         // shared memory the QMD asks for

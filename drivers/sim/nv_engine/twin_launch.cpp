@@ -24,6 +24,7 @@ LaunchFn twin_launcher(const TwinRegistry& twins) {
     d.kernarg_va = l.cbank0_va;  // the registry adds the kernel's own parameter offset (its cubin says where)
     d.groups = l.groups;
     d.local = l.local;
+    for (const Launch::Bank& b : l.banks) d.banks.push_back({b.bank, b.va, b.size});
     // The twin runs on the GPU's mirror: its first access to memory the GPU does not map is the SM's MMU fault, with
     // the access it was (guarded_run.hpp).
     const TwinMemory mem{[&host](uint64_t va, uint64_t size) { return host.translate(va, size); }, host.view()};

@@ -7,8 +7,11 @@ namespace hcq::sim {
 
 ImageDesc image_of(const nv::Cubin& cubin, uint64_t base) {
   ImageDesc img{cubin.identity(), cubin.relocations().empty() ? cubin.image() : cubin.image_at(base), {}};
-  for (const nv::CubinKernel& k : cubin.kernels())
-    img.kernels.push_back({k.name, k.code_offset, std::nullopt, k.param_offset, k.param_size});
+  for (const nv::CubinKernel& k : cubin.kernels()) {
+    img.kernels.push_back({k.name, k.code_offset, std::nullopt, k.param_offset, k.param_size, {}});
+    for (const nv::CubinConstantBank& b : cubin.banks_of(k))
+      img.kernels.back().banks.push_back({b.bank, b.offset, b.size});
+  }
   return img;
 }
 

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -81,7 +82,7 @@ size_t TwinRegistry::add_from_source(const std::string& image_id, std::string_vi
 void TwinRegistry::map_image(uint64_t base, const amd::CodeObject& co) {
   ImageDesc img{co.identity(), co.relocations().empty() ? co.image() : co.image_at(base), {}};
   for (const amd::CodeObjectKernel& k : co.kernels())
-    img.kernels.push_back({k.name, k.code_offset, k.descriptor_offset, 0, k.kernarg_segment_size});
+    img.kernels.push_back({k.name, k.code_offset, k.descriptor_offset, 0, k.kernarg_segment_size, {}});
   map_image(base, std::move(img));
 }
 
@@ -89,6 +90,11 @@ void TwinRegistry::map_image(uint64_t base, ImageDesc img) {
   const uint64_t size = img.size();
   if (size == 0 || base + size < base)
     throw InvalidArgument(cat("GPU image of ", size, " bytes at ", hex(base), " does not fit"));
+  for (const ImageKernel& k : img.kernels)
+    for (const ImageKernel::Bank& b : k.banks)
+      if (b.offset > size || b.size > size - b.offset)
+        throw InvalidArgument(cat("GPU image ", img.id, ": constant bank ", b.bank, " of kernel '", k.name, "' [",
+                                  hex(b.offset), ", +", b.size, ") lies outside its ", size, " bytes"));
   std::unique_lock lock(mu_);
   auto next = images_.lower_bound(base);
   if (next != images_.end() && next->first < base + size)
@@ -128,8 +134,8 @@ TwinRegistry::Resolved TwinRegistry::resolve(KernelRef by, uint64_t address) con
                           img.id,
                           "): no host twin is registered for it, so the simulator cannot run it; build the "
                           "kernel from C source with the GPU's compiler (AMD or NV), or register a twin"));
-  return Resolved{img.id,         k->name,   it->first,   k->kernarg_size, k->kernarg_offset,
-                  k->code_offset, img.bytes, twin->second};
+  return Resolved{img.id,         k->name,   it->first,    k->kernarg_size, k->kernarg_offset,
+                  k->code_offset, img.bytes, twin->second, k->banks};
 }
 
 void TwinRegistry::check_code(const Resolved& r, const std::string& what, const TwinMemory& mem) const {
@@ -156,6 +162,31 @@ void TwinRegistry::check_code(const Resolved& r, const std::string& what, const 
   }
 }
 
+void TwinRegistry::check_banks(const Resolved& r, const TwinDispatch& d, const std::string& what,
+                               const TwinMemory& mem) const {
+  for (const ImageKernel::Bank& need : r.banks) {
+    const std::string bank = cat("constant bank ", need.bank);
+    const auto bound =
+        std::find_if(d.banks.begin(), d.banks.end(), [&](const TwinDispatch::Bank& b) { return b.bank == need.bank; });
+    if (bound == d.banks.end())
+      throw DeviceFault(
+          cat(what, ": its code reads ", bank, " (", need.size, " bytes), which the launch does not bind"));
+    if (bound->size < need.size)
+      throw DeviceFault(cat(what, ": its code reads ", need.size, " bytes of ", bank, ", the launch binds ",
+                            bound->size, " at ", hex(bound->va)));
+    const std::byte* gpu = mem.translate(bound->va, need.size);
+    if (!gpu)
+      throw FetchFault(bound->va, false, cat(what, ": ", bank, " at ", hex(bound->va), " is not mapped on the GPU"));
+    const uint8_t* want = r.bytes->data() + need.offset;
+    for (uint32_t i = 0; i < need.size; ++i)
+      if (static_cast<uint8_t>(gpu[i]) != want[i])
+        throw DeviceFault(cat(what, ": ", bank, " at ", hex(bound->va), " differs from the image's bank at ",
+                              hex(r.image_base + need.offset), " (first at byte ", i, ": ",
+                              hex(static_cast<uint8_t>(gpu[i])), ", the image has ", hex(want[i]),
+                              "); the launch binds the wrong memory"));
+  }
+}
+
 std::optional<GuestFault> TwinRegistry::run(const TwinDispatch& d, const TwinMemory& mem) const {
   const Resolved r = resolve(d.by, d.address);
   const std::string what = cat("kernel '", r.kernel, "' (", kernel_ref_text(d.by, d.address), ")");
@@ -165,6 +196,7 @@ std::optional<GuestFault> TwinRegistry::run(const TwinDispatch& d, const TwinMem
                             d.local[0], ",", d.local[1], ",", d.local[2], "}"));
   }
   check_code(r, what, mem);
+  check_banks(r, d, what, mem);
   const cpu::KernelEntry& e = r.twin.entry;
   const uint64_t kernarg_bytes = uint64_t{e.nbufs} * 8 + uint64_t{e.nvals} * 4;
   if (kernarg_bytes > r.kernarg_segment_size)

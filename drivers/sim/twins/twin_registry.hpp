@@ -63,6 +63,13 @@ struct TwinDispatch {
   uint64_t kernarg_va = 0;
   std::array<uint32_t, 3> groups{1, 1, 1};  // workgroup counts
   std::array<uint32_t, 3> local{1, 1, 1};   // work-items per workgroup
+  // NV: the constant banks 1..7 the QMD binds (bank 0 is kernarg_va). AMD: none.
+  struct Bank {
+    uint32_t bank = 0;
+    uint64_t va = 0;
+    uint32_t size = 0;
+  };
+  std::vector<Bank> banks;
 };
 
 // GPU VA -> host pointer for [va, va + size), or nullptr when any of it is unmapped (the KFD simulator's translate).
@@ -95,6 +102,14 @@ struct ImageKernel {
   std::optional<uint64_t> descriptor_offset;  // AMD: the kernel descriptor (AQL kernel_object); NV: none
   uint32_t kernarg_offset = 0;                // where the arguments start in the memory TwinDispatch::kernarg_va names
   uint32_t kernarg_size = 0;                  // bytes the binary reserves for them there
+  // NV: constant banks the kernel's code reads (c[bank][...]) from bytes of the image; a dispatch must bind each
+  // to memory holding those bytes (TwinDispatch::banks). AMD: none.
+  struct Bank {
+    uint32_t bank = 0;
+    uint64_t offset = 0;  // in the image
+    uint32_t size = 0;
+  };
+  std::vector<Bank> banks;
 };
 // A GPU image: its identity (the key of its twins), the bytes uploaded to GPU memory (relocated for where they
 // are) and its kernels.
@@ -146,6 +161,7 @@ class TwinRegistry {
     uint64_t code_offset = 0;                           // ImageKernel::code_offset
     std::shared_ptr<const std::vector<uint8_t>> bytes;  // what was uploaded at image_base
     Twin twin;
+    std::vector<ImageKernel::Bank> banks;  // ImageKernel::banks
   };
   // The kernel at `address`. Throws DeviceFault naming the address and what is there instead (no image, an image
   // but no kernel entry at that offset, or a kernel with no twin: "no host twin for kernel 'k' of code object ...").
@@ -159,6 +175,9 @@ class TwinRegistry {
 
  private:
   void check_code(const Resolved& r, const std::string& what, const TwinMemory& mem) const;
+  // Each bank the kernel reads is bound, big enough, mapped, and holds the image's bytes (a twin reads its
+  // constants from its own build, so a wrong bank would otherwise pass here and fail on the GPU).
+  void check_banks(const Resolved& r, const TwinDispatch& d, const std::string& what, const TwinMemory& mem) const;
 
   mutable std::shared_mutex mu_;
   std::map<std::pair<std::string, std::string>, Twin> twins_;  // (image id, kernel) -> twin
