@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "framework/engine/compile.hpp"
 #include "framework/engine/submit.hpp"
@@ -218,13 +219,18 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
   }
 
+  // TinyJit capture: the sink keeps the bound steps; nothing runs.
+  CaptureSink* const capture = capture_sink();
+  if (capture) capture->record(sched, bufs);
+  const std::span<const Step> run_steps = capture ? std::span<const Step>() : std::span<const Step>(s.steps);
+
   // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.
   std::unique_ptr<KernelBatch> batch;
   auto flush = [&] {
     if (batch) batch->submit();
     batch.reset();
   };
-  for (const Step& st : s.steps) {
+  for (const Step& st : run_steps) {
     if (st.kind == Step::Kind::copy) {
       flush();
       copy_between(*bufs[st.slots[0]], *bufs[st.slots[1]]);
@@ -287,12 +293,20 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
 void read_buffer_view(const Node& view, std::span<std::byte> out) {
   const Node& buf = buffer_of(view);
+  if (CaptureSink* capture = capture_sink()) capture->host_read();
   if (out.empty()) return;
   if (!buf->payload) throw InvalidArgument("read: the tensor has no memory");
   Device& dev = buf->payload->device();
   if (dev.has_error()) dev.synchronize();  // rethrows the device's sticky fault with its context
   buf->payload->copyout(out);
 }
+
+namespace {
+thread_local CaptureSink* t_capture_sink = nullptr;
+}
+CaptureSink* capture_sink() { return t_capture_sink; }
+CaptureSink* set_capture_sink(CaptureSink* sink) { return std::exchange(t_capture_sink, sink); }
+void copy_buffers(Buffer& dst, const Buffer& src) { copy_between(dst, src); }
 
 FrameworkCounters counters() {
   return FrameworkCounters{g_kernels.load(), g_copies.load(), g_misses.load(), g_hits.load(), kernels_compiled()};

@@ -8,7 +8,13 @@
 
 #pragma once
 
+namespace hcq {
+class Buffer;
+}
+
 namespace hcq::fw {
+
+struct Schedule;
 
 // A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
@@ -25,6 +31,23 @@ void read_buffer_view(const Node& view, std::span<std::byte> out);
 // benchmarks of its cost: returns the number of kernels and sets *hit. Runs nothing. The roots must not be
 // realized already.
 size_t schedule_only(const std::vector<Node>& roots, bool* hit);
+
+// TinyJit's capture hook (framework/jit/capture.hpp): while a sink is installed on this thread, realize_nodes binds
+// each schedule's slots as usual but hands the schedule and its bound buffers (per slot; null for an empty one) to
+// the sink instead of launching the steps, and read_buffer_view asks the sink first (a host read during capture
+// is an error: the replay would not read again).
+class CaptureSink {
+ public:
+  virtual ~CaptureSink() = default;
+  virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) = 0;
+  virtual void host_read() = 0;
+};
+// This thread's sink (null: none). set_capture_sink returns the previous one.
+CaptureSink* capture_sink();
+CaptureSink* set_capture_sink(CaptureSink* sink);
+// The engine's copy between buffers of any two devices (through the host when a CPU device's memory is not mapped
+// on the destination), ordered on both devices' timelines: the JIT replays captured cross-device copies with it.
+void copy_buffers(Buffer& dst, const Buffer& src);
 
 FrameworkCounters counters();
 // Forget every cached schedule (benchmarks of the miss path; tests).
