@@ -168,6 +168,11 @@ Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
                    std::move(mem));
 }
 
+Node alias_buffer_node(const Node& buffer) {
+  return make_node(Op::BUFFER, buffer->dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), buffer->i[1]},
+                   0, buffer->s, buffer->payload);
+}
+
 const Node* assign_base(const Node& n) {
   const Node* t = &n;
   while ((*t)->op == Op::ASSIGN) t = &(*t)->src[0];

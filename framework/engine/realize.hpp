@@ -18,6 +18,9 @@ struct Schedule;
 
 // A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
+// Another BUFFER node (a new id) over the same memory as `buffer`: graphs built on it share no node with graphs
+// built on `buffer` (the JIT's capture, so what it realizes is not what the caller's lazy tensors read).
+Node alias_buffer_node(const Node& buffer);
 // A BUFFER, or a RESHAPE of one with the same element count: a realized tensor.
 bool is_buffer_view(const Node& n);
 // The buffer view an assign chain (ASSIGN(ASSIGN(view, v1), v2)...) writes, or null when it ends elsewhere.

@@ -48,21 +48,18 @@ std::vector<Tensor> run_function(const TinyJit::Function& fn, const std::vector<
   return out;
 }
 
-// The tensors the function gets: handles of their own, so an assign inside the function rebinds its handle and
-// not the caller's. On call 0 (a plain run, before anything is known of what the function writes) they are copies,
-// so the caller's buffers are not written there either, as they are not by a replay.
+// The tensors the function gets, on nodes of their own: on call 0 (a plain run, before anything is known of what
+// the function writes) copies, so the caller's buffers are not written there either, as they are not by a replay;
+// in the capture, new BUFFER nodes over the caller's memory (the replay binds inputs by memory), so that what the
+// capture realizes without running is no node a lazy tensor of the caller's shares (it would read that instead).
 std::vector<Tensor> function_inputs(const std::vector<Tensor>& inputs, const std::vector<Node>& bufs, bool copy) {
   std::vector<Tensor> out;
   out.reserve(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
-    if (!copy) {
-      out.emplace_back(inputs[k].node());
-      continue;
-    }
     const Node& b = bufs[k];
-    Node fresh = new_buffer_node(b->device(), b->dtype, b->i[1]);
-    if (fresh->payload) fresh->payload->copy_from(*b->payload);
-    out.emplace_back(t_reshape(fresh, inputs[k].shape()));
+    Node own = copy ? new_buffer_node(b->device(), b->dtype, b->i[1]) : alias_buffer_node(b);
+    if (copy && own->payload) own->payload->copy_from(*b->payload);
+    out.emplace_back(t_reshape(own, inputs[k].shape()));
   }
   return out;
 }

@@ -171,6 +171,21 @@ TEST(FrameworkJit, InputsTheFunctionWritesAreCopiedFirst) {
   EXPECT_EQ(jit.info().written_inputs, 1u);
 }
 
+// The caller's lazy tensors over the inputs are not touched by the capture (which realizes the function's tensors
+// without running anything): the same expression, held lazily by the caller, still computes its own value.
+TEST(FrameworkJit, CallersLazyTensorsAreUntouched) {
+  TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2, (in[0] * 2).sum()}; });
+  Tensor x(std::vector<float>{1, 2, 3}, {3});
+  Tensor y = x * 2, s = (x * 2).sum();  // the function's expressions, on the same buffer
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<Tensor> out = jit({x});
+    EXPECT_EQ(out[0].data<float>(), (std::vector<float>{2, 4, 6})) << call;
+    EXPECT_EQ(out[1].item(), 12.0) << call;
+  }
+  EXPECT_EQ(y.data<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(s.item(), 12.0);
+}
+
 // A copy to another device inside the function (the default device -> CPU:1) splits the replay: a graph on each side, and the
 // copy between them by the engine.
 TEST(FrameworkJit, CopyAcrossDevicesInside) {
