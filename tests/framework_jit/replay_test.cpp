@@ -186,8 +186,8 @@ TEST(FrameworkJit, CallersLazyTensorsAreUntouched) {
   EXPECT_EQ(s.item(), 12.0);
 }
 
-// A copy to another device inside the function (the default device -> CPU:1) splits the replay: a graph on each side, and the
-// copy between them by the engine.
+// A copy to another device inside the function (the default device -> CPU:1) splits the replay: a graph on each
+// side, and the copy between them by the engine.
 TEST(FrameworkJit, CopyAcrossDevicesInside) {
   TinyJit jit(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{((in[0] * 2).to("CPU:1") + 1), in[0].sum()}; });
