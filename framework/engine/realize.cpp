@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
@@ -149,6 +150,11 @@ Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
                    std::move(mem));
 }
 
+Node alias_buffer_node(const Node& buffer) {
+  return make_node(Op::BUFFER, buffer->dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), buffer->i[1]},
+                   0, buffer->s, buffer->payload);
+}
+
 const Node* assign_base(const Node& n) {
   const Node* t = &n;
   while ((*t)->op == Op::ASSIGN) t = &(*t)->src[0];
@@ -200,13 +206,18 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
   }
 
+  // TinyJit capture: the sink keeps the bound steps; nothing runs.
+  CaptureSink* const capture = capture_sink();
+  if (capture) capture->record(sched, bufs);
+  const std::span<const Step> run_steps = capture ? std::span<const Step>() : std::span<const Step>(s.steps);
+
   // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.
   std::unique_ptr<KernelBatch> batch;
   auto flush = [&] {
     if (batch) batch->submit();
     batch.reset();
   };
-  for (const Step& st : s.steps) {
+  for (const Step& st : run_steps) {
     if (st.kind == Step::Kind::copy) {
       flush();
       copy_between(*bufs[st.slots[0]], *bufs[st.slots[1]]);
@@ -274,6 +285,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
 void read_buffer_view(const Node& view, std::span<std::byte> out) {
   const Node& buf = buffer_of(view);
+  if (CaptureSink* capture = capture_sink()) capture->host_read();
   if (out.empty()) return;
   if (!buf->payload) throw InvalidArgument("read: the tensor has no memory");
   Device& dev = buf->payload->device();
@@ -283,6 +295,13 @@ void read_buffer_view(const Node& view, std::span<std::byte> out) {
     buf->payload->copyout(out);
   });
 }
+
+namespace {
+thread_local CaptureSink* t_capture_sink = nullptr;
+}
+CaptureSink* capture_sink() { return t_capture_sink; }
+CaptureSink* set_capture_sink(CaptureSink* sink) { return std::exchange(t_capture_sink, sink); }
+void copy_buffers(Buffer& dst, const Buffer& src) { copy_between(dst, src); }
 
 FrameworkCounters counters() {
   return FrameworkCounters{g_kernels.load(), g_copies.load(), g_misses.load(), g_hits.load(), kernels_compiled()};

@@ -8,10 +8,19 @@
 
 #pragma once
 
+namespace hcq {
+class Buffer;
+}
+
 namespace hcq::fw {
+
+struct Schedule;
 
 // A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
+// Another BUFFER node (a new id) over the same memory as `buffer`: graphs built on it share no node with graphs
+// built on `buffer` (the JIT's capture, so what it realizes is not what the caller's lazy tensors read).
+Node alias_buffer_node(const Node& buffer);
 // A BUFFER, or a RESHAPE of one with the same element count: a realized tensor.
 bool is_buffer_view(const Node& n);
 // The buffer view an assign chain (ASSIGN(ASSIGN(view, v1), v2)...) writes, or null when it ends elsewhere.
@@ -25,6 +34,23 @@ void read_buffer_view(const Node& view, std::span<std::byte> out);
 // benchmarks of its cost: returns the number of kernels and sets *hit. Runs nothing. The roots must not be
 // realized already.
 size_t schedule_only(const std::vector<Node>& roots, bool* hit);
+
+// TinyJit's capture hook (framework/jit/capture.hpp): while a sink is installed on this thread, realize_nodes binds
+// each schedule's slots as usual but hands the schedule and its bound buffers (per slot; null for an empty one) to
+// the sink instead of launching the steps, and read_buffer_view asks the sink first (a host read during capture
+// is an error: the replay would not read again).
+class CaptureSink {
+ public:
+  virtual ~CaptureSink() = default;
+  virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) = 0;
+  virtual void host_read() = 0;
+};
+// This thread's sink (null: none). set_capture_sink returns the previous one.
+CaptureSink* capture_sink();
+CaptureSink* set_capture_sink(CaptureSink* sink);
+// The engine's copy between buffers of any two devices (through the host when a CPU device's memory is not mapped
+// on the destination), ordered on both devices' timelines: the JIT replays captured cross-device copies with it.
+void copy_buffers(Buffer& dst, const Buffer& src);
 
 FrameworkCounters counters();
 // Forget every cached schedule (benchmarks of the miss path; tests).

@@ -1,0 +1,42 @@
+// The JIT's capture (call 1): installed as this thread's engine capture sink (engine/realize.hpp) while the jitted
+// function runs, it keeps every realize's schedule and bound buffers, in order, instead of letting them run.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/engine/realize.hpp"
+#include "framework/schedule/schedule.hpp"
+
+namespace hcq::fw {
+
+class Capture : public CaptureSink {
+ public:
+  struct Record {
+    std::shared_ptr<const Schedule> schedule;   // owns the kernels the steps launch
+    std::vector<std::shared_ptr<Buffer>> bufs;  // per slot
+  };
+
+  void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) override;
+  // A host read cannot be captured: the replay would not read again, and nothing has run yet to read.
+  [[noreturn]] void host_read() override;
+
+  const std::vector<Record>& records() const { return records_; }
+
+ private:
+  std::vector<Record> records_;
+};
+
+// Installs a sink on this thread for its lifetime (and puts the previous one back).
+class CaptureScope {
+ public:
+  explicit CaptureScope(CaptureSink& sink) : previous_(set_capture_sink(&sink)) {}
+  ~CaptureScope() { set_capture_sink(previous_); }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+ private:
+  CaptureSink* previous_;
+};
+
+}  // namespace hcq::fw

@@ -1,0 +1,83 @@
+// The replay of a captured call (framework.md, contract 10): the captured kernel launches and copies, their buffers
+// resolved to graph operands, batched into hcq::Graphs.
+//
+// Operands: an input's buffer is a graph variable (its address, bound per call), unless the captured kernels write
+// it: then a buffer of the JIT's own is a copy of it, made first in the replay, so the caller's tensor is not
+// clobbered. A buffer that the capture made for a returned tensor is a variable too, bound per call to a fresh
+// buffer, so each call's outputs are new tensors; a returned tensor whose buffer is anything else (an input, a
+// tensor the function closes over) is copied into a fresh buffer at the end. Every other buffer (closed-over
+// tensors, intermediates, the schedules' arenas) is fixed by address and kept alive here.
+// Batching: consecutive graphable calls (kernels; copies within one device) form one Graph, which may span devices
+// (it orders them itself); a copy across devices splits the list and is replayed by the engine's copy, which goes
+// through the host where a device cannot reach the other's memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/ir/node.hpp"
+#include "framework/jit/capture.hpp"
+#include "hcq/graph.hpp"
+#include "hcq/jit.hpp"
+
+namespace hcq::fw {
+
+class Replay {
+ public:
+  // `inputs`: the BUFFER nodes of the capture call's inputs; `outputs`: what the function returned, realised.
+  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs);
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  // One call: binds the inputs (BUFFER nodes of the signature the capture had), replays, and returns fresh outputs.
+  // Returns without waiting for the devices.
+  std::vector<Tensor> run(const std::vector<Node>& inputs);
+
+  // kernels, copies, graphs, host_copies, written_inputs (calls is the TinyJit's).
+  TinyJit::Info info() const { return info_; }
+
+ private:
+  // A buffer as the replay sees it: a variable (inputs first, then outputs) or a fixed buffer.
+  struct Operand {
+    int var = -1;
+    std::shared_ptr<Buffer> fixed;
+  };
+  struct HostCopy {
+    Operand dst, src;
+  };
+  struct Item {
+    std::unique_ptr<Graph> graph;  // or, when null, a copy across devices
+    HostCopy copy;
+  };
+  struct OutputBuffer {
+    std::string device;
+    DType dtype;
+    int64_t numel;
+  };
+  struct Output {
+    size_t buffer;  // index into output_buffers_
+    Shape shape;
+  };
+
+  // A fixed operand's buffer is kept (in fixed_) for the replay's lifetime.
+  Sym address(const Operand& op);
+  Buffer* resolve(const Operand& op) const;
+
+  // Declared before the graphs, destroyed after them: the graphs' programs are the schedules' kernels, and the
+  // fixed buffers are what the graphs read and write.
+  std::vector<std::shared_ptr<const Schedule>> schedules_;
+  std::vector<std::shared_ptr<Buffer>> fixed_;
+  std::vector<Item> items_;
+  std::vector<OutputBuffer> output_buffers_;
+  std::vector<Output> outputs_;
+  size_t num_inputs_ = 0;
+  std::vector<uint64_t> vars_;      // per variable, this call's address
+  std::vector<Buffer*> var_bufs_;   // per variable, this call's buffer (host copies)
+  std::vector<Node> call_outputs_;  // this call's fresh output BUFFER nodes
+  TinyJit::Info info_;
+};
+
+}  // namespace hcq::fw
