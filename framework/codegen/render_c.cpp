@@ -623,9 +623,9 @@ class CRenderer {
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
-  bool group_ = false;                // GPU: the workgroup's threads share each output (grouped reduces)
-  int64_t group_size_ = 1;            // threads per workgroup then
-  std::vector<std::string> shared_;   // HCQ_SHARED declarations, at the top of the body
+  bool group_ = false;               // GPU: the workgroup's threads share each output (grouped reduces)
+  int64_t group_size_ = 1;           // threads per workgroup then
+  std::vector<std::string> shared_;  // HCQ_SHARED declarations, at the top of the body
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;

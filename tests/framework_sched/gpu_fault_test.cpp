@@ -62,8 +62,9 @@ TEST_P(FrameworkGpuFault, OutOfBoundsKernelIsADeviceFaultNamingItsOp) {
   // The address each backend names, then the kernel and its op (exact), then the CPU device's result.
   const std::string address = GetParam().amd() ? "GPU memory fault at 0x" : "faulting VA 0x";
   EXPECT_EXIT(fault_then_use_the_cpu(gpu), ::testing::ExitedWithCode(0),
-              "DeviceFault: .*" + address + ".*\n  in kernel E_4 \\(MUL -> float32 \\(4,\\)\\)\n"
-              "the CPU device's sum: 6\n");
+              "DeviceFault: .*" + address +
+                  ".*\n  in kernel E_4 \\(MUL -> float32 \\(4,\\)\\)\n"
+                  "the CPU device's sum: 6\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Sims, FrameworkGpuFault, test::all_sim_gpus(), test::sim_gpu_test_name);
