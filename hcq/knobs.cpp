@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 #include <thread>
 
@@ -98,7 +99,24 @@ std::chrono::milliseconds wait_timeout_or_default() noexcept {
 
 bool assert_compile() { return switch_on("HCQ_ASSERT_COMPILE"); }
 
+namespace {
+std::mutex g_cache_dir_mu;
+std::string& cache_dir_override() {
+  static auto* dir = new std::string();  // never destroyed: compiles may run during exit
+  return *dir;
+}
+}  // namespace
+
+void override_cache_dir(std::string dir) {
+  std::lock_guard lock(g_cache_dir_mu);
+  cache_dir_override() = std::move(dir);
+}
+
 std::string cache_dir() {
+  {
+    std::lock_guard lock(g_cache_dir_mu);
+    if (!cache_dir_override().empty()) return cache_dir_override();
+  }
   if (auto dir = env("HCQ_CACHE_DIR")) return *dir;
   if (auto xdg = env("XDG_CACHE_HOME")) return *xdg + "/hcq";
   if (auto home = env("HOME")) return *home + "/.cache/hcq";

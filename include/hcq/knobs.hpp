@@ -28,8 +28,11 @@ inline constexpr uint64_t kMaxWaitTimeoutMs = 86'400'000;
 inline constexpr uint64_t kDefaultWaitTimeoutMs = 30'000;
 // HCQ_ASSERT_COMPILE=1: any real compile throws (the cache must serve). 0 or 1.
 bool assert_compile();
-// HCQ_CACHE_DIR, else $XDG_CACHE_HOME/hcq, else $HOME/.cache/hcq.
+// HCQ_CACHE_DIR, else $XDG_CACHE_HOME/hcq, else $HOME/.cache/hcq; or, while one is set, the override below.
 std::string cache_dir();
+// For a tool that compiles throwaway kernels (hcq bench's compile_ms): while `dir` is non-empty, cache_dir() returns
+// it, so they do not pile up in the user's cache. Empty: back to the environment. Thread-safe (no setenv).
+void override_cache_dir(std::string dir);
 // HCQ_VA_SIZE_GB: size of the process-wide VA reservation (default 256, 1..131072; placed below 2^40, see
 // hcq/va_layout.hpp).
 uint64_t va_size_bytes();

@@ -6,9 +6,12 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <random>
@@ -236,8 +239,8 @@ double cached_probe_ms(const Device& dev, const FrameworkBenchConfig& cfg, uint6
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink(cfg.self_exe, ec);
   const std::string self = ec ? cfg.self_exe : exe.string();
-  const std::string command =
-      cat("'", self, "' bench --device '", dev.name(), "' --compile-probe ", nonce, " ", cfg.compile_kernels, " 2>&1");
+  const std::string command = cat("HCQ_CACHE_DIR='", knobs::cache_dir(), "' '", self, "' bench --device '", dev.name(),
+                                  "' --compile-probe ", nonce, " ", cfg.compile_kernels, " 2>&1");
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) throw Error(cat("cannot start the compile probe: ", command));
   std::string output;
@@ -257,6 +260,20 @@ void measure_compile(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenc
     r.compile_unavailable = "HCQ_ASSERT_COMPILE=1 refuses the new kernels a cold compile needs";
     return;
   }
+  // The throwaway kernels go to a scratch cache of their own, removed afterwards, not into the user's (or a
+  // hw-tests bundle's) cache, where nothing would ever read them again.
+  char scratch[] = "/tmp/hcq-bench-compile-XXXXXX";
+  if (::mkdtemp(scratch) == nullptr)
+    throw Error(cat("compile_ms: cannot make a scratch cache directory: ", std::strerror(errno)));
+  struct Scratch {
+    std::string dir;
+    explicit Scratch(std::string d) : dir(std::move(d)) { knobs::override_cache_dir(dir); }
+    ~Scratch() {
+      knobs::override_cache_dir({});
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } scratch_cache(scratch);
   std::random_device rd;
   const uint64_t nonce = (uint64_t{rd()} << 32) | rd();
   const int n = cfg.compile_kernels;
