@@ -75,17 +75,8 @@ class Callify {
     } else if (n->op == Op::BUFFER) {
       out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
       buffers_.push_back(n);
-    } else if (n->src.empty()) {
-      out = n;
     } else {
-      std::vector<Node> src;
-      src.reserve(n->src.size());
-      bool changed = false;
-      for (const Node& s : n->src) {
-        src.push_back(visit(s));
-        changed |= src.back() != s;
-      }
-      out = changed ? make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s) : n;
+      out = map_sources(n, [this](const Node& s) { return visit(s); });
     }
     memo_.emplace(n.get(), out);
     return out;

@@ -70,6 +70,20 @@ struct NodeData {
 Node make_node(Op op, DType dtype, std::vector<Node> src = {}, std::vector<int64_t> i = {}, double f = 0,
                std::string s = {}, std::shared_ptr<Buffer> payload = nullptr);
 
+// `n` with each source replaced by f(source): `n` itself when none changed, else the node with the new sources (and
+// the same op, dtype and arguments). The step of every graph rewrite that rebuilds a node from rewritten sources.
+template <class F>
+Node map_sources(const Node& n, F&& f) {
+  std::vector<Node> src;
+  src.reserve(n->src.size());
+  bool changed = false;
+  for (const Node& s : n->src) {
+    src.push_back(f(s));
+    changed |= src.back() != s;
+  }
+  return changed ? make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s) : n;
+}
+
 // Number of live nodes (tests: a graph nobody holds is freed).
 size_t live_node_count();
 

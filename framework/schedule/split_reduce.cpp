@@ -41,19 +41,9 @@ class Splitter {
 
   Node visit(const Node& n) {
     if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
-    Node out = n;
-    if (!n->src.empty()) {
-      std::vector<Node> src;
-      src.reserve(n->src.size());
-      bool changed = false;
-      for (const Node& s : n->src) {
-        src.push_back(visit(s));
-        changed |= src.back() != s;
-      }
-      if (changed) out = make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s);
-      if (out->op == Op::REDUCE_AXIS && splits_on_(out->device()))
-        if (Node s = split(out, out->src[0])) out = s;
-    }
+    Node out = map_sources(n, [this](const Node& s) { return visit(s); });
+    if (out->op == Op::REDUCE_AXIS && splits_on_(out->device()))
+      if (Node s = split(out, out->src[0])) out = s;
     memo_.emplace(n.get(), out);
     return out;
   }
