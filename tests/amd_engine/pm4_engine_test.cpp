@@ -191,6 +191,7 @@ TEST_P(Pm4EngineTest, LdsBeyondWhatAWorkgroupMayHaveFaults) {
   const uint32_t fits = 65536 / t_->lds_granule_bytes;
   ASSERT_LE(fits + 1, lds->mask()) << "the field cannot say more than the limit";
   const auto dispatch = [&](uint32_t blocks) {
+    q_.reset();  // the old queue's runner stops before the new queue maps its ring over the same test memory
     q_ = std::make_unique<TestQueue>(host_, *group_, *t_, SimQueueType::compute_pm4);
     std::vector<uint32_t> w;
     Pm4Encoder e(*t_, w);
