@@ -89,7 +89,7 @@ void Tensor::backward() const {
   std::vector<Node> targets;
   targets.reserve(params.size());
   for (const auto& p : params) targets.push_back(target_of(p->node));
-  const Node& root = node();
+  const Node& root = impl_->computed_from ? impl_->computed_from : node();
   const std::unordered_map<const NodeData*, Node> grads =
       gradients(root, t_full(root->shape, 1.0, root->dtype, root->device()), targets);
   if (grads.empty())

@@ -10,6 +10,10 @@ namespace hcq {
 
 struct Tensor::Impl {
   fw::Node node;  // replaced by its buffer view when realized, by an ASSIGN when assigned to
+  // The lazy node a realize replaced, so that backward() still works after the value was read (a training loop
+  // that logs loss.item() before loss.backward()). Not kept for an assign, whose graph would otherwise chain every
+  // step's update to the previous one's.
+  fw::Node computed_from;
   bool requires_grad = false;
   std::shared_ptr<Impl> grad;  // what backward() accumulated; null before and after zero_grad()
 };

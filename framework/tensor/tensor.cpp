@@ -133,7 +133,11 @@ void Tensor::realize(std::vector<Tensor> tensors) {
   roots.reserve(tensors.size());
   for (const Tensor& t : tensors) roots.push_back(t.node());
   std::vector<Node> done = realize_nodes(roots);
-  for (size_t k = 0; k < tensors.size(); ++k) tensors[k].impl_->node = done[k];
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    Impl& impl = *tensors[k].impl_;
+    if (impl.node != done[k] && impl.node->op != Op::ASSIGN) impl.computed_from = impl.node;
+    impl.node = done[k];
+  }
 }
 
 Tensor& Tensor::assign(const Tensor& o) {
@@ -150,6 +154,7 @@ Tensor& Tensor::assign(const Tensor& o) {
   const Node& buf = (*base)->op == Op::RESHAPE ? (*base)->src[0] : *base;
   buf->unlink_realized_from();
   impl_->node = make_node(Op::ASSIGN, dtype(), {target, value});
+  impl_->computed_from.reset();
   return *this;
 }
 

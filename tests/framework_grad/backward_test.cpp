@@ -1,6 +1,6 @@
 // backward()'s contract, with hand-computed expected values: where gradients go at the points where ops are not
 // differentiable (ties, relu at 0), accumulation and zero_grad, detach and NoGrad, gradients through casts and
-// device copies, and each misuse's exact message.
+// device copies, backward() after reading the loss, and each misuse's exact message.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -82,6 +82,14 @@ TEST(AutogradBackward, DetachAndNoGradStopGradients) {
   EXPECT_EQ(y.data<float>(), (std::vector<float>{10, 20, 30}));  // a detached tensor still computes its value
 }
 
+TEST(AutogradBackward, ReadingTheLossFirstKeepsItsGraph) {  // a training loop that logs before backward()
+  Tensor x = param({1, 2});
+  Tensor loss = (x * x).sum();
+  EXPECT_EQ(loss.item(), 5.0);
+  loss.backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{2, 4}));
+}
+
 TEST(AutogradBackward, AnIntermediateTensorGetsItsGradient) {
   Tensor x = param({1, 2});
   Tensor h = (x * 3.0).requires_grad_();
@@ -123,8 +131,8 @@ TEST(AutogradBackward, Misuse) {
       "backward: the loss does not depend on any tensor with requires_grad (mark the parameters with "
       "requires_grad_(); a realize() or detach() between them cuts the graph)";
   Tensor h = (x * 2.0).sum();
-  h.realize();
-  EXPECT_EQ(message_of<InvalidArgument>([&] { h.backward(); }), cut);
+  h.realize();  // an intermediate realized, then used: what follows reads its buffer
+  EXPECT_EQ(message_of<InvalidArgument>([&] { (h * 3.0).backward(); }), cut);
   EXPECT_EQ(message_of<InvalidArgument>([&] { x.detach().sum().backward(); }), cut);
   EXPECT_EQ(message_of<InvalidArgument>([] { Tensor().requires_grad_(); }),
             "requires_grad_: the tensor is empty (default-constructed)");
