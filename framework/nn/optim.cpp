@@ -45,10 +45,10 @@ void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }
 
-void Optimizer::step() {
+void Optimizer::step(const std::vector<Tensor>& with) {
   NoGrad no_grad;
   begin_step();
-  std::vector<Tensor> out;
+  std::vector<Tensor> out = with;
   for (size_t k = 0; k < params_.size(); ++k) {
     const Tensor g = params_[k].grad();
     if (!g.defined()) continue;

@@ -19,8 +19,10 @@ namespace hcq::optim {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // Applies one update to every parameter that has a gradient, in one realize.
-  void step();
+  // Applies one update to every parameter that has a gradient, in one realize. Tensors in `with` (the loss,
+  // metrics) are realized in the same realize, so they see the parameters from before the update; realized
+  // afterwards they would be computed from the updated ones.
+  void step(const std::vector<Tensor>& with = {});
   // Drops every parameter's gradient (the next backward() starts from nothing).
   void zero_grad();
   void set_lr(double lr);
