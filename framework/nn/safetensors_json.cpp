@@ -40,7 +40,7 @@ class Parser {
   }
 
   Value value(int depth) {
-    if (depth > kMaxDepth) fail(cat("nesting deeper than ", kMaxDepth));
+    if (depth >= kMaxDepth) fail(cat("nesting deeper than ", kMaxDepth));
     if (at_end()) fail("expected a value, found the end");
     Value v;
     switch (peek()) {
