@@ -33,11 +33,14 @@ std::vector<uint8_t> read_whole_file(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DataError(cat(path.string(), ": cannot open: ", std::strerror(errno)));
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    throw DataError(cat(path.string(), ": not a regular file", S_ISDIR(st.st_mode) ? " (a directory)" : "",
-                        err != 0 && !S_ISDIR(st.st_mode) ? cat(": ", std::strerror(err)) : ""));
+    throw DataError(cat(path.string(), ": cannot stat: ", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(cat(path.string(), S_ISDIR(st.st_mode) ? ": a directory, not a file" : ": not a regular file"));
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
   size_t done = 0;

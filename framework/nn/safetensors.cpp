@@ -414,6 +414,13 @@ void save_safetensors(const std::filesystem::path& path, const TensorMap& tensor
     ::unlink(tmp.c_str());
     throw OsError(cat("rename ", tmp, " to ", path.string()), err);
   }
+  // The rename is durable once the directory is flushed too. Best effort: the file is complete either way.
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
 }
 
 SafetensorsFile load_safetensors(const std::filesystem::path& path, const std::string& device) {

@@ -94,6 +94,16 @@ TEST(FrameworkData, MissingFileNamesThePackage) {
                 "installs it, into /usr/share/datasets/fashion-mnist)");
 }
 
+TEST(FrameworkData, UnreadableFiles) {
+  FakeDataset d;
+  std::filesystem::remove(d.file("train-labels-idx1-ubyte.gz"));
+  std::filesystem::create_directory(d.file("train-labels-idx1-ubyte.gz"));
+  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+            d.file("train-labels-idx1-ubyte.gz").string() + ": a directory, not a file");
+  EXPECT_EQ(error_of<DataError>([&] { read_gzip_file(d.path / "nothing.gz"); }),
+            (d.path / "nothing.gz").string() + ": cannot open: No such file or directory");
+}
+
 TEST(FrameworkData, NotGzip) {
   FakeDataset d;
   write_bytes(d.file("train-images-idx3-ubyte.gz"), idx_images(3, 28, 28));  // not compressed

@@ -94,9 +94,10 @@ TEST(FrameworkSafetensors, RoundTripEveryDType) {
     EXPECT_EQ(g.dtype(), t.dtype());
     EXPECT_EQ(g.tolist(), t.tolist());
   }
-  // And into existing tensors: the values arrive in place.
+  // And into existing tensors on the default device (HCQ_DEVICE: a simulated GPU in the framework runs on one):
+  // the values arrive in place.
   TensorMap into;
-  for (const auto& [name, t] : in) into.emplace(name, Tensor::zeros(t.shape(), t.dtype(), "CPU").realize());
+  for (const auto& [name, t] : in) into.emplace(name, Tensor::zeros(t.shape(), t.dtype()).realize());
   EXPECT_EQ(load_safetensors_into(d.path / "all.safetensors", into).at("epoch"), "3");
   for (const auto& [name, t] : in) {
     SCOPED_TRACE(name);
@@ -175,8 +176,9 @@ TEST(FrameworkSafetensors, LoadIntoChecksEverythingBeforeWritingAny) {
   const std::string p = path.string() + ": ";
   save_safetensors(path, {{"a", Tensor(std::vector<float>{1, 2}, {2}, "CPU")},
                           {"b", Tensor(std::vector<float>{3, 4, 5}, {3}, "CPU")}});
-  Tensor a = Tensor::zeros({2}, DType::float32, "CPU").realize();
-  Tensor b = Tensor::zeros({3, 1}, DType::float32, "CPU").realize();
+  // On the default device (HCQ_DEVICE), as the file's values are copied to where each tensor lives.
+  Tensor a = Tensor::zeros({2}, DType::float32).realize();
+  Tensor b = Tensor::zeros({3, 1}, DType::float32).realize();
   // "a" comes first and matches, "b" does not: a must stay untouched.
   EXPECT_EQ(error_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"b", b}}); }),
             p + "tensor \"b\" is (3,) float32 in the file, but (3, 1) float32 where it is loaded");

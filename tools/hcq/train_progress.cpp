@@ -59,8 +59,7 @@ double TrainProgress::rate() const {
   return t1 > t0 ? static_cast<double>(s1 - s0) / (t1 - t0) : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::string TrainProgress::status(int64_t step, double loss, double now_s) const {
-  (void)now_s;
+std::string TrainProgress::status(int64_t step, double loss) const {
   const double r = rate();
   const double eta =
       std::isfinite(r) && r > 0 ? static_cast<double>(total_ - step) / r : std::numeric_limits<double>::quiet_NaN();
@@ -79,20 +78,20 @@ void TrainProgress::update(int64_t step, double loss, double now_s) {
   if (window_.size() > kRateWindow) window_.pop_front();
   const bool last = step >= total_;
   if (opt_.mode == Mode::lines) {
-    if (last || step % opt_.line_every == 0) std::fprintf(out_, "%s\n", status(step, loss, now_s).c_str());
+    if (last || step % opt_.line_every == 0) std::fprintf(out_, "%s\n", status(step, loss).c_str());
     std::fflush(out_);
     return;
   }
   if (!last && now_s - last_draw_ < opt_.redraw_s) return;
   last_draw_ = now_s;
-  draw(step, loss, now_s);
+  draw(step, loss);
 }
 
 // "<prefix> [=====>    ] step 50/468 loss ..." fitted to width - 1 (the last column would wrap on some terminals):
 // the bar takes what the text leaves, at least 10 columns, and is left out when even that does not fit; the text is
 // cut at the width as the last resort.
-void TrainProgress::draw(int64_t step, double loss, double now_s) {
-  const std::string text = status(step, loss, now_s);
+void TrainProgress::draw(int64_t step, double loss) {
+  const std::string text = status(step, loss);
   const size_t width = static_cast<size_t>(std::max(opt_.width - 1, 1));
   std::string line;
   if (text.size() + 3 + 10 <= width) {

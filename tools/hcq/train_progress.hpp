@@ -49,11 +49,11 @@ class TrainProgress {
   void message(std::string_view line);
 
   // The text of one report (no \r, no newline): what lines mode prints, and what the bar shows beside the bar.
-  std::string status(int64_t step, double loss, double now_s) const;
+  std::string status(int64_t step, double loss) const;
 
  private:
   double rate() const;  // steps per second over the window; NaN with fewer than two samples
-  void draw(int64_t step, double loss, double now_s);
+  void draw(int64_t step, double loss);
 
   std::FILE* out_;
   int64_t total_;
