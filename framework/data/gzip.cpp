@@ -24,8 +24,11 @@ namespace {
 constexpr uint8_t kGzipId1 = 0x1f, kGzipId2 = 0x8b;
 // A member is at least a 10-byte header and an 8-byte trailer (CRC32, ISIZE).
 constexpr size_t kGzipMinMember = 18;
-// The output is presized from the last member's ISIZE (the uncompressed size mod 2^32) up to this much; beyond it,
-// or when ISIZE is implausible, it grows as inflate needs.
+// The output is presized from the last member's ISIZE (the uncompressed size mod 2^32), believed only as far as
+// deflate can expand (at most 1032:1, RFC 1951's longest match of 258 bytes from a code as short as 2 bits) and up to
+// kMaxPresize: a corrupt or hostile trailer costs no more than the input could honestly produce. Past that, the
+// output grows as inflate needs.
+constexpr size_t kMaxDeflateRatio = 1032;
 constexpr size_t kMaxPresize = size_t{1} << 30;
 constexpr size_t kGrowChunk = size_t{1} << 20;
 
@@ -85,7 +88,7 @@ std::vector<uint8_t> read_gzip_file(const std::filesystem::path& path) {
   if (in.size() >= kGzipMinMember) {
     uint32_t isize = 0;
     std::memcpy(&isize, in.data() + in.size() - 4, 4);  // little-endian, as the host (static_assert in batches.cpp)
-    if (isize != 0) presize = std::min<size_t>(isize, kMaxPresize);
+    if (isize != 0) presize = std::min({size_t{isize}, in.size() * kMaxDeflateRatio, kMaxPresize});
   }
   std::vector<uint8_t> out(presize);
 

@@ -154,6 +154,35 @@ TEST(FrameworkData, TrailingGarbageAfterGzip) {
                 std::to_string(end) + ") that are not another gzip member");
 }
 
+// Every truncation of a gzip'd idx file is a DataError, and every byte flipped either still loads (a flip the format
+// cannot see: the gzip header's mtime or OS byte) or is a DataError; no other exception, no crash.
+TEST(FrameworkData, EveryTruncationAndByteFlipIsACleanError) {
+  FakeDataset d;
+  const auto f = d.file("t10k-labels-idx1-ubyte.gz");
+  const std::vector<uint8_t> good = datatest::read_bytes(f);
+  const auto outcome = [&](const std::vector<uint8_t>& bytes) {
+    write_bytes(f, bytes);
+    try {
+      (void)load_fashion_mnist(d.path);
+      return 0;
+    } catch (const DataError&) {
+      return 1;
+    } catch (...) {
+      return 2;
+    }
+  };
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_EQ(outcome(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))), 1) << n;
+  }
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t x : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xff}}) {
+      std::vector<uint8_t> bytes = good;
+      bytes[i] ^= x;
+      EXPECT_NE(outcome(bytes), 2) << "byte " << i << " ^ " << int{x};
+    }
+  }
+}
+
 TEST(FrameworkData, WrongMagic) {
   FakeDataset d;
   // The label file's idx1 where the images' idx3 belongs.

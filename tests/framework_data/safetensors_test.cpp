@@ -170,6 +170,41 @@ TEST(FrameworkSafetensors, BadFiles) {
             p + "\"__metadata__\" value \"n\" is a number, not a string");
 }
 
+// A poor man's fuzzer for a file read from anywhere: every truncation of the golden file and every byte of it flipped
+// three ways either loads or is a SafetensorsError; no other exception, no crash. Every truncation fails: the last
+// tensor's bytes end where the file does.
+TEST(FrameworkSafetensors, EveryTruncationAndByteFlipIsACleanError) {
+  ScratchDir d;
+  const std::vector<uint8_t> good = file_of(kGoldenHeader, kGoldenData);
+  const auto p = d.path / "f.safetensors";
+  const auto outcome = [&](const std::vector<uint8_t>& bytes) {
+    write_bytes(p, bytes);
+    try {
+      (void)load_safetensors(p, "CPU");
+      return 0;
+    } catch (const SafetensorsError&) {
+      return 1;
+    } catch (...) {
+      return 2;
+    }
+  };
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_EQ(outcome(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))), 1) << n;
+  }
+  int loaded = 0, refused = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t x : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xff}}) {
+      std::vector<uint8_t> bytes = good;
+      bytes[i] ^= x;
+      const int r = outcome(bytes);
+      EXPECT_NE(r, 2) << "byte " << i << " ^ " << int{x};
+      (r == 0 ? loaded : refused)++;
+    }
+  }
+  EXPECT_GT(loaded, 0);   // flipped data bytes, spaces of the padding turned into other whitespace...
+  EXPECT_GT(refused, 0);  // ...and most of the header
+}
+
 TEST(FrameworkSafetensors, LoadIntoChecksEverythingBeforeWritingAny) {
   ScratchDir d;
   const auto path = d.path / "m.safetensors";
