@@ -1,7 +1,7 @@
 // Datasets for training: Fashion-MNIST read from Debian's `dataset-fashion-mnist` package (four gzip'd idx files
 // under /usr/share/datasets/fashion-mnist, installed by scripts/setup.sh), and shuffled fixed-shape batches of it.
 //
-//   hcq::FashionMnist data = hcq::load_fashion_mnist();            // ~0.2 s: both sets decoded, checked
+//   hcq::FashionMnist data = hcq::load_fashion_mnist();            // ~0.4 s CPU: both sets decoded, checked
 //   hcq::BatchSampler sampler(data.train.count, 128, /*seed=*/0);   // 468 batches an epoch (the last 96 dropped)
 //   const std::vector<int64_t> order = sampler.permutation(epoch);
 //   for (int64_t i = 0; i < sampler.batches_per_epoch(); ++i) {
@@ -87,7 +87,7 @@ class BatchSampler {
   int64_t batches_per_epoch() const { return batches_; }
   int64_t batch_size() const { return batch_; }
   // The indices of batch i (0 <= i < batches_per_epoch()) of `epoch`; always batch_size() of them. This draws the
-  // epoch's permutation each call (~0.1 ms for 60000); a training loop takes permutation(epoch) once and slices it
+  // epoch's permutation each call (~0.2 ms for 60000); a training loop takes permutation(epoch) once and slices it
   // with the second form.
   std::vector<int64_t> batch(int64_t epoch, int64_t i) const { return batch(permutation(epoch), i); }
   std::vector<int64_t> batch(std::span<const int64_t> permutation, int64_t i) const;
