@@ -78,8 +78,10 @@ void TrainProgress::update(int64_t step, double loss, double now_s) {
   if (window_.size() > kRateWindow) window_.pop_front();
   const bool last = step >= total_;
   if (opt_.mode == Mode::lines) {
-    if (last || step % opt_.line_every == 0) std::fprintf(out_, "%s\n", status(step, loss).c_str());
-    std::fflush(out_);
+    if (last || step % opt_.line_every == 0) {
+      std::fprintf(out_, "%s\n", status(step, loss).c_str());
+      std::fflush(out_);  // a log tailed while training sees each line when it is made
+    }
     return;
   }
   if (!last && now_s - last_draw_ < opt_.redraw_s) return;
