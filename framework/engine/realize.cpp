@@ -72,6 +72,8 @@ class Callify {
     Node out;
     if (Node r = n->realized()) {
       out = visit(r);
+    } else if (n->op == Op::DETACH) {  // only autograd sees it
+      out = visit(n->src[0]);
     } else if (n->op == Op::BUFFER) {
       out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
       buffers_.push_back(n);
@@ -164,7 +166,11 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   std::vector<Node> result(roots.size());
   for (size_t k = 0; k < roots.size(); ++k) {
     Node r = roots[k];
-    while (Node done = r->realized()) r = done;
+    for (;;) {
+      if (Node done = r->realized()) r = done;
+      else if (r->op == Op::DETACH) r = r->src[0];
+      else break;
+    }
     if (is_buffer_view(r)) result[k] = r;
     else todo.push_back(r);
   }

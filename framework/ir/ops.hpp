@@ -28,6 +28,7 @@ enum class Op : uint8_t {
   ASSIGN,       // src = (target, value): store value into target's buffer
   COPY,         // src = (value); s = the destination device
   SINK,         // groups several roots; no value
+  DETACH,       // src = (value): the same value, a wall for gradients (autograd); callify removes it
   // ---- elementwise (every level)
   CAST,
   BITCAST,

@@ -6,6 +6,7 @@
 #include "framework/engine/realize.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/tensor/build.hpp"
+#include "framework/tensor/impl.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/registry.hpp"
 
@@ -13,11 +14,15 @@ namespace hcq {
 
 using namespace fw;
 
-struct Tensor::Impl {
-  Node node;
-};
-
-Tensor::Tensor(std::shared_ptr<const fw::NodeData> node) : impl_(std::make_shared<Impl>(Impl{std::move(node)})) {}
+// Under NoGrad, results of ops come out detached. Buffer views (what realize and assign targets are) stay as
+// they are: a DETACH adds nothing there, since no gradient flows out of a buffer.
+Tensor::Tensor(std::shared_ptr<const fw::NodeData> node) : impl_(std::make_shared<Impl>()) {
+  if (no_grad_active() && node->op != Op::DETACH && !is_buffer_view(node)) {
+    const DType dtype = node->dtype;
+    node = make_node(Op::DETACH, dtype, {std::move(node)});
+  }
+  impl_->node = std::move(node);
+}
 
 const std::shared_ptr<const fw::NodeData>& Tensor::node() const {
   if (!impl_) throw InvalidArgument("tensor: the tensor is empty (default-constructed)");
@@ -43,7 +48,8 @@ Tensor::Tensor(std::span<const std::byte> bytes, Shape shape, DType dtype, std::
                               shape_str(shape), " (", n, " elements)"));
   Node buf = new_buffer_node(canonical_device(device), dtype, n);
   if (n > 0) buf->payload->copyin(bytes);
-  impl_ = std::make_shared<Impl>(Impl{t_reshape(buf, shape)});
+  impl_ = std::make_shared<Impl>();
+  impl_->node = t_reshape(buf, shape);
 }
 
 Tensor Tensor::scalar(Scalar v, DType dtype, std::string device) {

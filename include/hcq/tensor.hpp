@@ -41,7 +41,8 @@ using Shape = std::vector<int64_t>;
 
 namespace fw {
 struct NodeData;
-}
+struct TensorAccess;
+}  // namespace fw
 
 // A number on one side of an op. Its kind matters for promotion: an integer scalar keeps an integer tensor's
 // dtype, a float scalar makes an integer tensor float (as in tinygrad and PyTorch).
@@ -250,6 +251,22 @@ class Tensor {
   // The scalar of a one-element tensor, as double.
   double item() const;
 
+  // ---- autograd (framework/autograd): gradients as rules on the graph, computed lazily like every other value.
+  // Marks this tensor as one whose gradient backward() fills in (model parameters, usually). Shared by the copies
+  // of this handle; results of ops on it do not report requires_grad, but gradients flow through them.
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  // The gradient the backward() calls so far accumulated for this tensor (a lazy tensor of its shape and dtype), or
+  // an empty tensor (defined() false) before the first and after zero_grad().
+  Tensor grad() const;
+  void zero_grad();
+  // d(this)/d(t) added to t.grad() for every live tensor t with requires_grad that this depends on, through ops
+  // that are not detached. This must be a float tensor of one element. InvalidArgument when no such tensor is
+  // reached (a realize() between them cuts the graph, as a detach() does).
+  void backward() const;
+  // The same value, through which no gradient flows.
+  Tensor detach() const;
+
   // The graph node (framework internals, tools).
   const std::shared_ptr<const fw::NodeData>& node() const;
   explicit Tensor(std::shared_ptr<const fw::NodeData> node);
@@ -259,6 +276,7 @@ class Tensor {
 
  private:
   struct Impl;
+  friend struct fw::TensorAccess;
   void read_into(std::span<std::byte> out, DType want) const;
   std::shared_ptr<Impl> impl_;
 };
@@ -283,6 +301,19 @@ struct FrameworkCounters {
   uint64_t kernels = 0, copies = 0, schedule_misses = 0, schedule_hits = 0, compiles = 0;
 };
 FrameworkCounters framework_counters();
+
+// While one lives, tensors made on this thread are detached (no gradient flows through them): optimiser updates,
+// evaluation. Scopes nest.
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Operators, so expressions read as they do in tinygrad.
 inline Tensor operator-(const Tensor& a) { return a.neg(); }

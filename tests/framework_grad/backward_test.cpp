@@ -1,0 +1,134 @@
+// backward()'s contract, with hand-computed expected values: where gradients go at the points where ops are not
+// differentiable (ties, relu at 0), accumulation and zero_grad, detach and NoGrad, gradients through casts and
+// device copies, and each misuse's exact message.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hcq/error.hpp"
+#include "hcq/tensor.hpp"
+
+namespace hcq {
+namespace {
+
+Tensor param(std::vector<float> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Tensor(v, {n}).requires_grad_();
+}
+
+template <class E, class F>
+std::string message_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(AutogradBackward, TiesShareTheGradient) {
+  Tensor x = param({1, 3, 3, -2});
+  x.max().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{0, 0.5f, 0.5f, 0}));
+
+  Tensor a = param({1, 2, 5}), b = param({1, 3, 4});
+  a.maximum(b).sum().backward();
+  EXPECT_EQ(a.grad().data<float>(), (std::vector<float>{0.5f, 0, 1}));
+  EXPECT_EQ(b.grad().data<float>(), (std::vector<float>{0.5f, 1, 0}));
+}
+
+TEST(AutogradBackward, ReluAtZeroHasZeroGradient) {  // as PyTorch's and tinygrad's
+  Tensor x = param({-1, 0, 2});
+  x.relu().sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{0, 0, 1}));
+}
+
+TEST(AutogradBackward, GradientsAccumulateUntilZeroGrad) {
+  Tensor x = param({1, 2, 3});
+  EXPECT_FALSE(x.grad().defined());
+  (x * x).sum().backward();
+  (x * 3.0).sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{5, 7, 9}));  // 2x + 3
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+  x.sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{1, 1, 1}));
+}
+
+TEST(AutogradBackward, OnlyTheTensorsTheLossDependsOnGetGradients) {
+  Tensor x = param({1, 2}), unused = param({5});
+  Tensor copy = x;  // a copy of the handle shares the gradient
+  (x * 2.0).sum().backward();
+  EXPECT_EQ(copy.grad().data<float>(), (std::vector<float>{2, 2}));
+  EXPECT_FALSE(unused.grad().defined());
+  EXPECT_TRUE(x.requires_grad());
+  EXPECT_FALSE((x * 2.0).requires_grad());
+}
+
+TEST(AutogradBackward, DetachAndNoGradStopGradients) {
+  Tensor x = param({1, 2, 3});
+  (x * x.detach()).sum().backward();  // d/dx of x * c = c
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{1, 2, 3}));
+
+  x.zero_grad();
+  Tensor y;
+  {
+    NoGrad scope;
+    y = x * 10.0;
+  }
+  (x * y).sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(y.data<float>(), (std::vector<float>{10, 20, 30}));  // a detached tensor still computes its value
+}
+
+TEST(AutogradBackward, AnIntermediateTensorGetsItsGradient) {
+  Tensor x = param({1, 2});
+  Tensor h = (x * 3.0).requires_grad_();
+  (h * h).sum().backward();
+  EXPECT_EQ(h.grad().data<float>(), (std::vector<float>{6, 12}));   // 2h
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{18, 36}));  // 2h * 3
+}
+
+TEST(AutogradBackward, ThroughHalfPrecisionAndBack) {
+  Tensor x = param({1.5f, -2});
+  x.cast(DType::float16).mul(4).cast(DType::float32).sum().backward();
+  EXPECT_EQ(x.grad().dtype(), DType::float32);
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{4, 4}));
+}
+
+TEST(AutogradBackward, ThroughACopyToAnotherDevice) {
+  Tensor x = param({1, 2, 3});
+  (x.to("CPU:1") * x.to("CPU:1")).sum().to("CPU").backward();
+  EXPECT_EQ(x.grad().device(), x.device());
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{2, 4, 6}));
+}
+
+TEST(AutogradBackward, IntegerInputsGetNoGradient) {
+  Tensor x = param({1, 2, 3});
+  Tensor idx = Tensor(std::vector<int32_t>{2, 0, 1}, {3});
+  (x * idx.cast(DType::float32)).sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{2, 0, 1}));
+}
+
+TEST(AutogradBackward, Misuse) {
+  Tensor x = param({1, 2});
+  EXPECT_EQ(message_of<ShapeError>([&] { (x * 2.0).backward(); }),
+            "backward: the loss must have one element, this one has 2 (2,) (sum or average it first)");
+  EXPECT_EQ(message_of<DTypeError>([&] { x.sum().cast(DType::int32).backward(); }),
+            "backward: the loss must be a float tensor, this one is int32");
+  EXPECT_EQ(message_of<DTypeError>([] { Tensor(std::vector<int32_t>{1}, {1}).requires_grad_(); }),
+            "requires_grad_: only float tensors have gradients, this one is int32");
+  const std::string cut =
+      "backward: the loss does not depend on any tensor with requires_grad (mark the parameters with "
+      "requires_grad_(); a realize() or detach() between them cuts the graph)";
+  Tensor h = (x * 2.0).sum();
+  h.realize();
+  EXPECT_EQ(message_of<InvalidArgument>([&] { h.backward(); }), cut);
+  EXPECT_EQ(message_of<InvalidArgument>([&] { x.detach().sum().backward(); }), cut);
+  EXPECT_EQ(message_of<InvalidArgument>([] { Tensor().requires_grad_(); }),
+            "requires_grad_: the tensor is empty (default-constructed)");
+}
+
+}  // namespace
+}  // namespace hcq
