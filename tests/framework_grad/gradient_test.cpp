@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "framework_grad/layer_reference.hpp"
 #include "framework_ops/reference.hpp"
 #include "framework_ops/tensor_check.hpp"
+#include "hcq/nn.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq::optest {
@@ -368,6 +370,29 @@ TEST(Autograd, ComposedLayers) {
        {{5}},
        [](const Tensors& t) { return t[0] * t[0].exp() + t[0]; },
        [](const Arrays& x) { return ref::map(x[0], [](double v) { return v * std::exp(v) + v; }); }},
+  });
+}
+
+// The layers built from movement ops and reductions: their gradients flow back through the sliding windows.
+TEST(Autograd, Layers) {
+  using laytest::Window;
+  check_gradients({
+      {"conv2d, stride 2, padding 1, groups 2",
+       {{1, 4, 5, 6}, {4, 2, 3, 2}, {4}},
+       [](const Tensors& t) { return nn::conv2d(t[0], t[1], t[2], {2, 1}, {1, 1}, {1, 1}, 2); },
+       [](const Arrays& x) { return laytest::conv2d(x[0], x[1], &x[2], Window{3, 2, 2, 1, 1, 1}, 2); }},
+      {"conv2d, dilation 2",
+       {{2, 1, 6, 6}, {2, 1, 2, 2}},
+       [](const Tensors& t) { return nn::conv2d(t[0], t[1], {}, {1, 1}, {0, 0}, {2, 2}); },
+       [](const Arrays& x) { return laytest::conv2d(x[0], x[1], nullptr, Window{2, 2, 1, 1, 0, 0, 2, 2}, 1); }},
+      {"max_pool2d",
+       {{1, 2, 4, 6}},
+       [](const Tensors& t) { return nn::max_pool2d(t[0], {2, 3}); },
+       [](const Arrays& x) { return laytest::pool2d(x[0], Window{2, 3, 2, 3}, true); }},
+      {"avg_pool2d, padding 1",
+       {{1, 2, 4, 4}},
+       [](const Tensors& t) { return nn::avg_pool2d(t[0], {3, 3}, {2, 2}, {1, 1}); },
+       [](const Arrays& x) { return laytest::pool2d(x[0], Window{3, 3, 2, 2, 1, 1}, false); }},
   });
 }
 

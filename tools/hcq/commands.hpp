@@ -16,6 +16,7 @@ enum ExitCode : int {
 
 int run_info(std::span<const std::string_view> args);
 int run_bench(std::span<const std::string_view> args);
+int run_train(std::span<const std::string_view> args);  // only in the hcq that links the framework
 
 // Prints "hcq: <message>" and a pointer to the help, returns kExitUsage.
 int usage_error(std::string_view message, std::string_view command);

@@ -18,6 +18,7 @@ constexpr const char* kHelp =
     "commands:\n"
     "  info [--json]                          list every device that opens, and why the others do not\n"
     "  bench [--device D] [--json] [--quick]  launch latency, enqueue cost and copy bandwidth per device\n"
+    "  train [--model mlp|cnn] [--device D]   train on Fashion-MNIST ('hcq help train' for the options)\n"
     "  help [command]                         this text, or a command's own\n"
     "\n"
     "exit status: 0 success, 1 a device failed or nothing could be done, 2 bad command line.\n"
@@ -26,6 +27,14 @@ constexpr const char* kHelp =
 int dispatch(std::string_view command, std::span<const std::string_view> rest) {
   if (command == "info") return run_info(rest);
   if (command == "bench") return run_bench(rest);
+#if HCQ_TOOL_FRAMEWORK
+  if (command == "train") return run_train(rest);
+#else
+  if (command == "train") {
+    std::fputs("hcq: this hcq is built without the framework (the hw-tests bundle's); use build/tools/hcq\n", stderr);
+    return kExitFailure;
+  }
+#endif
   return usage_error(std::string("unknown command '") + std::string(command) + "'", "");
 }
 
