@@ -309,8 +309,8 @@ struct alignas(8) hcq_kernargs {
 
 /* ================================================================ 16-byte vectors, every target
  * hcq_f32x4 (4 floats) and hcq_u16x8 (8 16-bit words: float16 and bfloat16 storage) are 16 bytes, 16-byte aligned,
- * with elements read and written as v[i]. A load or store through a pointer to one is one 16-byte access (AMDGPU's
- * global_load_dwordx4, NVIDIA's 128-bit LDG/STG); its address must be a multiple of 16. clang (host, AMDGPU): its
+ * with elements read and written as v[i]. A load or store through a pointer to one is one 16-byte access (AMDGPU:
+ * flat_load_b128 on gfx1100, the buffers being generic pointers); its address must be a multiple of 16. clang: its
  * ext_vector_type; NVRTC: an aligned struct (CUDA's float4 has no v[i], and no 8 x 16-bit type); GCC (C++ on the
  * host including this header): its vector_size. */
 #if defined(HCQ_TARGET_NV)
