@@ -18,6 +18,7 @@
 #include "hcq/backend/process.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
+#include "workgroup_threads.hpp"
 
 namespace hcq::cpu {
 namespace {
@@ -100,6 +101,11 @@ DeviceInfo CpuDevice::info() const {
   i.driver_version = compiler_.identity();
   // The host has no device UUID to give: uuid stays std::nullopt.
   i.launch_limits = kCpuLaunchLimits;
+  // A workgroup's threads run one after another on one worker (no lockstep); shared arrays live in the thread
+  // runner's arena; the compute worker and its pool's helpers run workgroups at once.
+  i.wave_size = 1;
+  i.shared_memory_bytes = static_cast<uint32_t>(kWorkgroupSharedBytes);
+  i.compute_units = pool_ ? pool_->helpers() + 1 : 1;
   // One worker runs every command kind, whichever queue it came from.
   i.copies_on_compute = true;
   return i;

@@ -88,12 +88,6 @@ std::string tag(const char* prefix, int64_t n) {
 // Reduce loops of at most this many iterations are unrolled fully.
 constexpr int64_t kUnrollLimit = 8;
 
-// GPU reduce kernels with at most this many outputs, each reducing at least this many elements, group the
-// threads of a workgroup over each output (render: group_threads): with more outputs, one thread per output already
-// fills the device; with shorter reduces, most of a group's threads would idle.
-constexpr int64_t kGroupMaxOutputs = 2048;
-constexpr int64_t kGroupMinReduce = 128;
-
 struct Scope {
   Scope* parent = nullptr;
   int depth = 0;
@@ -151,6 +145,8 @@ class CRenderer {
     rk.global = {groups, 1, 1};
     choose_upcast(kernel, out_ranges);
     if (lane_) rk.name += tag("_up", upcast_);
+    // GPU vectors keep the kernel's name (tests and fault messages name kernels by shape); HCQ_DEBUG=4 shows them.
+    choose_vectors(kernel, out_ranges);
 
     // Open the output loops; the outermost covers this workgroup's chunk when there are several. A GPU runs one
     // thread per output element instead (gpu_grid).
@@ -180,8 +176,12 @@ class CRenderer {
     if (t == DType::float16) stored = "hcq_f2h(" + val + ")";
     if (t == DType::bfloat16) stored = "hcq_f2b(" + val + ")";
     // A grouped reduce's threads all hold the result; one stores it.
-    cur->lines.push_back(lane_prefix(store.get()) + (group_ ? "if (lx == 0) " : "") + "b0[" + idx + "] = " + stored +
-                         ";");
+    if (vec_) {
+      store_vector(cur, idx, stored, storage_type(t));
+    } else {
+      cur->lines.push_back(lane_prefix(store.get()) + (group_ ? "if (lx == 0) " : "") + "b0[" + idx + "] = " + stored +
+                           ";");
+    }
     close_to(cur, &root_);
 
     std::string src = c_prelude(facts_.target);
@@ -205,13 +205,17 @@ class CRenderer {
   }
 
  private:
-  // A GPU's launch: one thread per output element, kGpuThreadsPerGroup threads per workgroup, as many workgroups as
+  // A GPU's launch: one thread per output element, threads_per_group threads per workgroup, as many workgroups as
   // the output needs within the device's limit, and a grid-stride loop for outputs larger than the grid. Each thread
   // recovers its output ranges from its element's flat index (row-major over the output ranges). Reduces stay loops
   // inside the thread. Returns the scope of one element.
   Scope* gpu_grid(const std::vector<const NodeData*>& out_ranges, RenderedKernel& rk) {
+    // With vectors (choose_vectors) a thread's element is a run of upcast_ outputs along the last output range: that
+    // range counts runs, and its variable is the run's first index.
+    std::vector<int64_t> extents;
+    for (const NodeData* r : out_ranges) extents.push_back(r == lane_ ? (r->i[1] + upcast_ - 1) / upcast_ : r->i[1]);
     int64_t total = 1;
-    for (const NodeData* r : out_ranges) total *= r->i[1];
+    for (int64_t e : extents) total *= e;
     const int64_t local = std::min<int64_t>(facts_.threads_per_group, total);
     const int64_t groups = std::min<int64_t>((total + local - 1) / local, facts_.max_groups);
     rk.global = {static_cast<uint32_t>(groups), 1, 1};
@@ -220,7 +224,16 @@ class CRenderer {
     Scope* element =
         open_scope(threads, "for (int64_t gi = (int64_t)HCQ_GROUP_ID(0) * " + std::to_string(local) + " + lx; gi < " +
                                 std::to_string(total) + "; gi += " + std::to_string(groups * local) + ") {");
-    bind_flat_ranges(element, out_ranges, "gi", total);
+    bind_flat_ranges(element, out_ranges, "gi", total, extents);
+    if (vec_) {
+      std::string& line = element->lines.back();  // the lane range's line: it counted runs; make it the run's start
+      line.insert(line.size() - 1, tag(" * ", upcast_));
+      if (tail_) {
+        const int64_t e = lane_->i[1];
+        element->lines.push_back("const hcq_bool full = " + names_[lane_] + tag(" + ", upcast_) + tag(" <= ", e) + ";");
+        lane_guard_ = names_[lane_] + tag(" + u < ", e);
+      }
+    }
     return element;
   }
 
@@ -229,11 +242,13 @@ class CRenderer {
   // combined through shared memory and barriers. Only for kernels whose reduces all sit directly in the output
   // element (no reduce inside another's loop, no kernel-local array): their loops can be strided as one.
   bool group_threads(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    // (TargetFacts: fewer outputs than one wave per compute unit, reduces at least a workgroup long.)
     if (!facts_.optimize || facts_.threads_per_group < 32) return false;
     int64_t outputs = 1;
     for (const NodeData* r : out_ranges) outputs *= r->i[1];
-    if (outputs > kGroupMaxOutputs) return false;
+    if (outputs > facts_.group_max_outputs) return false;
     bool any = false;
+    uint64_t shared = 0;  // each reduce's tree takes a value per thread
     for (const NodeData* n : toposort({kernel})) {
       if (n->op == Op::BUFFERIZE) return false;
       if (n->op != Op::REDUCE) continue;
@@ -244,9 +259,10 @@ class CRenderer {
         if (m->op == Op::REDUCE) return false;
       int64_t reduced = 1;
       for (size_t k = 1; k < n->src.size(); ++k) reduced *= n->src[k]->i[1];
-      if (reduced < kGroupMinReduce) return false;
+      if (reduced < facts_.group_min_reduce) return false;
+      shared += std::bit_floor(facts_.threads_per_group) * uint64_t{8};  // 8: the widest value type
     }
-    return any;
+    return any && shared <= facts_.shared_memory_bytes;
   }
 
   // The grouped launch: one workgroup per output element (a grid-stride loop over them beyond the device's
@@ -266,16 +282,18 @@ class CRenderer {
   }
 
   // Defines each range of `ranges` in `scope` from the flat index `flat` (row-major over them, `total` in all).
+  // `extents`, when given, replaces the ranges' own (a vectorised range counts runs of lanes).
   void bind_flat_ranges(Scope* scope, const std::vector<const NodeData*>& ranges, const std::string& flat,
-                        int64_t total) {
+                        int64_t total, const std::vector<int64_t>& extents = {}) {
     int64_t inner = total;
     for (size_t k = 0; k < ranges.size(); ++k) {
       const NodeData* r = ranges[k];
-      inner /= r->i[1];
+      const int64_t extent = extents.empty() ? r->i[1] : extents[k];
+      inner /= extent;
       const std::string v = tag("r", r->i[0]);
       std::string e = flat;
       if (inner > 1) e += tag(" / ", inner);
-      if (k > 0) e += tag(" % ", r->i[1]);  // the first range is flat / inner < its extent already (C: left to right)
+      if (k > 0) e += tag(" % ", extent);  // the first range is flat / inner < its extent already (C: left to right)
       scope->lines.push_back("const int64_t " + v + " = " + e + ";");
       range_scope_[r] = scope;
       names_[r] = v;
@@ -348,6 +366,116 @@ class CRenderer {
     lane_ = r;
     upcast_ = u;
     deps_.clear();
+  }
+
+  // GPU vectors (tinygrad's UPCAST on GPUs): an elementwise kernel whose output is float32 or a half type and whose
+  // store is contiguous along the last output range, 16-byte aligned at every multiple of the lane count U
+  // (TargetFacts::vector_bytes / element size: 4 floats, 8 halves), gives each thread U consecutive outputs. The
+  // range steps by U; values that depend on it are U-wide arrays (the lane machinery of choose_upcast); loads that
+  // read it contiguously and aligned are one vector load (hcq_f32x4 / hcq_u16x8, include/hcq/kernel_abi.h), others
+  // stay scalar per lane, and the store is one vector store. When U does not divide the range, the last run of each
+  // row is partial: `full` is false there and it takes the scalar path, each lane guarded. Buffers start 16-byte
+  // aligned (the allocator's pages, the memory plan's 128-byte offsets), so alignment is the index's alone.
+  void choose_vectors(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (facts_.target == Target::cpu || !facts_.optimize || facts_.vector_bytes == 0 || out_ranges.empty()) return;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::REDUCE || n->op == Op::BUFFERIZE) return;
+    const Node& store = kernel->src[0];
+    const DType t = store->src[0]->dtype;
+    if (t != DType::float32 && t != DType::float16 && t != DType::bfloat16) return;
+    const int64_t u = facts_.vector_bytes / dtype_size(t);
+    const NodeData* r = out_ranges.back();
+    if (u < 2 || r->i[1] < u) return;
+    lane_ = r;
+    upcast_ = u;
+    deps_.clear();
+    if (!vector_access(store->src[1].get())) {
+      lane_ = nullptr;
+      upcast_ = 1;
+      deps_.clear();
+      return;
+    }
+    vec_ = true;
+    tail_ = r->i[1] % u != 0;
+  }
+
+  // Whether an index reads lane_ contiguously (coefficient 1) and its lane-0 element is a multiple of upcast_ at the
+  // start of every run: every other range's coefficient and the constant are multiples of upcast_.
+  bool vector_access(const NodeData* idx) {
+    if (coefficient(idx, lane_) != 1) return false;
+    return aligned_terms(idx);
+  }
+  bool aligned_terms(const NodeData* idx) {
+    if (idx == lane_) return true;
+    if (idx->op == Op::CONST) return idx->i[0] % upcast_ == 0;
+    if (idx->op == Op::RANGE) return upcast_ == 1;  // another range with coefficient 1
+    if (idx->op == Op::ADD) return aligned_terms(idx->src[0].get()) && aligned_terms(idx->src[1].get());
+    if (idx->op == Op::MUL && idx->src[1]->op == Op::CONST) {
+      const std::vector<const NodeData*>& d = deps(idx);
+      if (std::find(d.begin(), d.end(), lane_) != d.end()) return false;  // lane * c: coefficient() said 1 already
+      return idx->src[1]->i[0] % upcast_ == 0 || aligned_terms(idx->src[0].get());
+    }
+    return false;  // a div, a mod: not provably aligned
+  }
+
+  // The vector type of a storage type, for vec_ kernels.
+  static const char* vector_type(const std::string& storage) { return storage == "float" ? "hcq_f32x4" : "hcq_u16x8"; }
+
+  // A LOAD inside the lanes of a vec_ kernel: one vector load when it reads its buffer contiguously, aligned and
+  // ungated, in the element's width; otherwise scalar per lane. On a partial run (tail_) every lane is guarded.
+  std::string emit_lane_load(const NodeData* n) {
+    std::vector<std::string> a;
+    for (const Node& s : n->src) {
+      emit(s);
+      a.push_back(ref(s.get()));
+    }
+    const std::string scalar = expr(n, a);
+    const std::string v = tag("v", next_var_++);
+    const std::string vt = value_type(n->dtype);
+    Scope* home = scope_of(n);
+    names_[n] = v;
+    const bool from_buffer = n->src[0]->op == Op::PARAM;
+    const bool vector = from_buffer && n->src.size() == 2 && dtype_size(n->dtype) * upcast_ == facts_.vector_bytes &&
+                        (n->dtype == DType::float32 || n->dtype == DType::float16 || n->dtype == DType::bfloat16) &&
+                        vector_access(n->src[1].get());
+    const std::string lanes = tag("for (int64_t u = 0; u < ", upcast_) + "; ++u) ";
+    const std::string guarded =
+        tail_ ? lanes + v + "[u] = " + lane_guard_ + " ? " + scalar + " : " + literal(n->dtype, 0) + ";"
+              : lanes + v + "[u] = " + scalar + ";";
+    home->lines.push_back(vt + " " + v + tag("[", upcast_) + "];");
+    if (!vector) {
+      home->lines.push_back(guarded);
+      return v;
+    }
+    // The index at lane 0: the lane expressions are written in terms of u (define), so u = 0 in a block of its own.
+    const std::string st = storage_type(n->dtype), vec = vector_type(st);
+    std::string elem = "w[u]";
+    if (n->dtype == DType::float16) elem = "hcq_h2f(w[u])";
+    if (n->dtype == DType::bfloat16) elem = "hcq_b2f(w[u])";
+    const std::string load = "{ const int64_t u = 0; const " + vec + " w = *(const " + vec + "*)&" + a[0] + "[" + a[1] +
+                             "]; " + lanes + v + "[u] = " + elem + "; }";
+    if (tail_) {
+      home->lines.push_back("if (full) " + load);
+      home->lines.push_back("else " + guarded);
+    } else {
+      home->lines.push_back(load);
+    }
+    return v;
+  }
+
+  // The store of a vec_ kernel: the lanes' values into one vector, one 16-byte store; the partial run's lanes one by
+  // one, guarded.
+  void store_vector(Scope* cur, const std::string& idx, const std::string& stored, const std::string& storage) {
+    const std::string lanes = tag("for (int64_t u = 0; u < ", upcast_) + "; ++u) ";
+    const std::string vec = vector_type(storage);
+    const std::string store = "{ const int64_t u = 0; " + vec + " w; " + lanes + "w[u] = " + stored + "; *(" + vec +
+                              "*)&b0[" + idx + "] = w; }";
+    if (tail_) {
+      cur->lines.push_back("if (full) " + store);
+      cur->lines.push_back("else " + lanes + "if (" + lane_guard_ + ") b0[" + idx + "] = " + stored + ";");
+    } else {
+      cur->lines.push_back(store);
+    }
   }
 
   // The coefficient of range r in an index that is a sum of (range * constant) terms and constants; 0 when absent,
@@ -444,6 +572,7 @@ class CRenderer {
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
     if (n->op == Op::REDUCE) return emit_reduce(n);
     if (n->op == Op::BUFFERIZE) return emit_array(n);
+    if (vec_ && n->op == Op::LOAD && in_lane(n)) return emit_lane_load(n);
     std::vector<std::string> a;
     for (const Node& s : n->src) {
       emit(s);
@@ -623,6 +752,9 @@ class CRenderer {
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
+  bool vec_ = false;                 // GPU: lanes are vectors of upcast_ outputs (choose_vectors)
+  bool tail_ = false;                // ...and some runs are partial: lanes guarded by lane_guard_ where !full
+  std::string lane_guard_;           // "r1 + u < 1023": lane u of this run is an output
   bool group_ = false;               // GPU: the workgroup's threads share each output (grouped reduces)
   int64_t group_size_ = 1;           // threads per workgroup then
   std::vector<std::string> shared_;  // HCQ_SHARED declarations, at the top of the body

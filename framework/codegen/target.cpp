@@ -33,9 +33,27 @@ TargetFacts target_facts(const DeviceInfo& info, unsigned workers, bool optimize
     throw InvalidArgument(cat("framework: no kernel code generator for ", info.name, " (", info.interface,
                               ") yet: the framework runs on the CPU, AMD and NV devices; move tensors to one of "
                               "them with to()"));
+  // Every choice below follows from the device's report; docs/framework.md "The GPU path" gives the figures for
+  // each simulated GPU.
   const LaunchLimits& l = info.launch_limits;
-  f.threads_per_group = std::max(1u, std::min({kGpuThreadsPerGroup, l.max_threads_per_group, l.max_local[0]}));
+  f.wave_size = std::max(1u, info.wave_size);
+  f.shared_memory_bytes = info.shared_memory_bytes;
+  f.compute_units = std::max(1u, info.compute_units);
+  f.threads_per_group =
+      std::max(1u, std::min({kGpuWavesPerGroup * f.wave_size, l.max_threads_per_group, l.max_local[0]}));
   f.max_groups = std::max(1u, l.max_global[0]);
+  const int64_t waves = f.wave_size, units = f.compute_units, threads = f.threads_per_group;
+  // Grouped reduces: one thread per output leaves compute units idle while the outputs are fewer than one wave per
+  // unit; then each output gets a workgroup instead, when its reduce gives each of the group's threads at least one
+  // element.
+  f.group_max_outputs = units * waves;
+  f.group_min_reduce = threads;
+  // Splits: a grouped reduce with fewer outputs than compute units leaves units idle. Its reduce is cut into at most
+  // one chunk per unit (each a workgroup of the first kernel), when each chunk still gives every thread of its
+  // workgroup an element: at least units * threads elements.
+  if (optimize) f.split = SplitLimits{units * threads, units - 1, std::max<int64_t>(8, units)};
+  // 16-byte loads and stores: one 128-bit access on AMDGPU (flat_load_b128 on gfx1100) and NVIDIA.
+  f.vector_bytes = 16;
   return f;
 }
 

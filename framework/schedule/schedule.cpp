@@ -100,12 +100,10 @@ std::string op_desc(const NodeData* n) {
 }  // namespace
 
 std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
-  // GPUs split large reductions into two kernels (split_reduce.hpp); the CPU device's workgroups are over outputs
-  // and its kernel counts stay those of the core issue.
-  const std::vector<Node> roots = split_large_reduces(sink->src, [](const std::string& device) {
-    const TargetFacts f = facts_for(device);
-    return f.optimize && f.target != Target::cpu;
-  });
+  // GPUs split large reductions into two kernels (split_reduce.hpp) at sizes their facts give (target.cpp); the CPU
+  // device's workgroups are over outputs and its kernel counts stay those of the core issue.
+  const std::vector<Node> roots = split_large_reduces(
+      sink->src, [](const std::string& device) -> std::optional<SplitLimits> { return facts_for(device).split; });
   std::unordered_set<const NodeData*> extra;
   LocalAxes local;
   for (;;) {

@@ -9,18 +9,18 @@ namespace hcq::fw {
 namespace {
 
 // The split of one reduce, or null when it does not qualify.
-Node split(const Node& reduce, const Node& x) {
+Node split(const Node& reduce, const Node& x, const SplitLimits& lim) {
   const Shape& in = x->shape;
   const Op op = static_cast<Op>(reduce->i[0]);
   std::vector<int64_t> axes(reduce->i.begin() + 1, reduce->i.end());
   int64_t reduced = 1;
   for (int64_t a : axes) reduced *= in[static_cast<size_t>(a)];
-  if (reduced < kSplitMinReduce || numel(reduce->shape) > kSplitMaxOutputs) return nullptr;
-  // The outermost reduced axis with a divisor in [8, 256]: its chunks are the longest contiguous runs.
+  if (reduced < lim.min_reduce || numel(reduce->shape) > lim.max_outputs) return nullptr;
+  // The outermost reduced axis with a divisor in [8, max_parts]: its chunks are the longest contiguous runs.
   for (int64_t a : axes) {
     const int64_t n = in[static_cast<size_t>(a)];
     int64_t parts = 0;
-    for (int64_t p = 256; p >= 8 && !parts; --p)
+    for (int64_t p = lim.max_parts; p >= 8 && !parts; --p)
       if (n % p == 0 && n / p > 1) parts = p;
     if (!parts) continue;
     Shape viewed(in.begin(), in.begin() + a);
@@ -37,27 +37,29 @@ Node split(const Node& reduce, const Node& x) {
 
 class Splitter {
  public:
-  explicit Splitter(const std::function<bool(const std::string&)>& splits_on) : splits_on_(splits_on) {}
+  explicit Splitter(const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on)
+      : limits_on_(limits_on) {}
 
   Node visit(const Node& n) {
     if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
     Node out = map_sources(n, [this](const Node& s) { return visit(s); });
-    if (out->op == Op::REDUCE_AXIS && splits_on_(out->device()))
-      if (Node s = split(out, out->src[0])) out = s;
+    if (out->op == Op::REDUCE_AXIS)
+      if (const std::optional<SplitLimits> lim = limits_on_(out->device()))
+        if (Node s = split(out, out->src[0], *lim)) out = s;
     memo_.emplace(n.get(), out);
     return out;
   }
 
  private:
-  const std::function<bool(const std::string&)>& splits_on_;
+  const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on_;
   std::unordered_map<const NodeData*, Node> memo_;
 };
 
 }  // namespace
 
 std::vector<Node> split_large_reduces(const std::vector<Node>& roots,
-                                      const std::function<bool(const std::string&)>& splits_on) {
-  Splitter s(splits_on);
+                                      const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on) {
+  Splitter s(limits_on);
   std::vector<Node> out;
   out.reserve(roots.size());
   for (const Node& r : roots) out.push_back(s.visit(r));

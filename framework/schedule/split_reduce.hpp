@@ -5,24 +5,22 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "framework/codegen/target.hpp"
 #include "framework/ir/node.hpp"
 
 namespace hcq::fw {
 
-// A reduce is split when each output reduces at least this many elements...
-inline constexpr int64_t kSplitMinReduce = 32768;
-// ...and there are at most this many outputs (more already give every compute unit a workgroup).
-inline constexpr int64_t kSplitMaxOutputs = 256;
-
-// The roots with each qualifying REDUCE_AXIS on a device for which `splits_on(device)` is true rewritten as
+// The roots with each qualifying REDUCE_AXIS on a device for which `limits_on(device)` gives limits (SplitLimits,
+// codegen/target.hpp: from the device's compute units and workgroup size) rewritten as
 // RESHAPE(REDUCE_AXIS(CONTIGUOUS(REDUCE_AXIS(RESHAPE(x))))): one reduced axis of extent n is viewed as (p, n/p) with
-// p the largest divisor of n in [8, 256], the first reduce takes every reduced axis but the p one (each partial is a
-// contiguous chunk of the axis), the second reduces the p partials. Other nodes are rebuilt only where a source
+// p the largest divisor of n in [8, max_parts], the first reduce takes every reduced axis but the p one (each partial
+// is a contiguous chunk of the axis), the second reduces the p partials. Other nodes are rebuilt only where a source
 // changed. A reduce with no such divisor stays one kernel.
 std::vector<Node> split_large_reduces(const std::vector<Node>& roots,
-                                      const std::function<bool(const std::string&)>& splits_on);
+                                      const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on);
 
 }  // namespace hcq::fw

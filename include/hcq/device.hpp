@@ -47,6 +47,16 @@ struct DeviceInfo {
   // The largest launch this device's programs accept: every Program::limits() lies within it. An NV program may
   // allow fewer threads per group (its registers must fit the SM), never more.
   LaunchLimits launch_limits = {};
+  // What the framework's code generator sizes kernels by (framework/codegen/target.cpp), each from the backend's own
+  // vendor data. wave_size: the threads that run in lockstep, an AMD wavefront (KFD topology's wave_front_size: 64
+  // on CDNA, 32 on RDNA, as the compiler builds for it) or an NVIDIA warp (32); 1 on the CPU device, whose threads of
+  // a workgroup run one after another. shared_memory_bytes: the shared memory one workgroup may use (AMD: the LDS,
+  // KFD's lds_size_in_kb; NVIDIA: the architecture's shared memory per block, opted in; CPU: the thread runner's
+  // per-workgroup arena). compute_units: the units that run workgroups at once (AMD compute units, NVIDIA SMs, the
+  // CPU device's worker threads).
+  uint32_t wave_size = 1;
+  uint32_t shared_memory_bytes = 0;
+  uint32_t compute_units = 1;
   // Whether HWQueue::copy runs on a compute queue; when false, copies go on copy_queue() (AMD's PM4/AQL and NV's
   // compute engines have no copy command hcq encodes).
   bool copies_on_compute = false;

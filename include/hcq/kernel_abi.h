@@ -307,6 +307,31 @@ struct alignas(8) hcq_kernargs {
 
 #endif /* HCQ_TARGET_NV */
 
+/* ================================================================ 16-byte vectors, every target
+ * hcq_f32x4 (4 floats) and hcq_u16x8 (8 16-bit words: float16 and bfloat16 storage) are 16 bytes, 16-byte aligned,
+ * with elements read and written as v[i]. A load or store through a pointer to one is one 16-byte access (AMDGPU:
+ * flat_load_b128 on gfx1100, the buffers being generic pointers); its address must be a multiple of 16. clang: its
+ * ext_vector_type; NVRTC: an aligned struct (CUDA's float4 has no v[i], and no 8 x 16-bit type); GCC (C++ on the
+ * host including this header): its vector_size. */
+#if defined(HCQ_TARGET_NV)
+struct alignas(16) hcq_f32x4 {
+  float e_[4];
+  __device__ float &operator[](int i) { return e_[i]; }
+  __device__ const float &operator[](int i) const { return e_[i]; }
+};
+struct alignas(16) hcq_u16x8 {
+  uint16_t e_[8];
+  __device__ uint16_t &operator[](int i) { return e_[i]; }
+  __device__ const uint16_t &operator[](int i) const { return e_[i]; }
+};
+#elif defined(__clang__)
+typedef float hcq_f32x4 __attribute__((ext_vector_type(4)));
+typedef uint16_t hcq_u16x8 __attribute__((ext_vector_type(8)));
+#else
+typedef float hcq_f32x4 __attribute__((vector_size(16)));
+typedef uint16_t hcq_u16x8 __attribute__((vector_size(16)));
+#endif
+
 /* ================================================================ both GPU targets */
 #if defined(HCQ_TARGET_AMDGPU) || defined(HCQ_TARGET_NV)
 /* A GPU runs the body once per thread already: a thread kernel is a kernel whose body reads its own local id. */

@@ -70,6 +70,21 @@ TEST_P(SimAmdDeviceInfoTest, CopiesStayOffTheComputeQueue) {
   EXPECT_THROW(q->copy(0x1000, 0x2000, 16), InvalidArgument);
 }
 
+// The figures AMD publishes for the GPU each target simulates: MI300X (gfx942, CDNA3: wave64, 304 CUs), RX 7900 XTX
+// (gfx1100, RDNA3: wave32 as the compiler builds for it, 96 CUs), RX 9070 XT (gfx1201, RDNA4: wave32, 64 CUs); 64 KiB
+// of LDS per workgroup on each.
+TEST_P(SimAmdDeviceInfoTest, WaveSharedMemoryAndComputeUnitsAreTheGpus) {
+  struct Want {
+    uint32_t wave, cus;
+  };
+  const std::string gfx = GetParam();
+  const Want want = gfx == "gfx942" ? Want{64, 304} : gfx == "gfx1100" ? Want{32, 96} : Want{32, 64};
+  const DeviceInfo i = dev_->info();
+  EXPECT_EQ(i.wave_size, want.wave);
+  EXPECT_EQ(i.shared_memory_bytes, 64u * 1024);
+  EXPECT_EQ(i.compute_units, want.cus);
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, SimAmdDeviceInfoTest, ::testing::Values("gfx1100", "gfx942", "gfx1201"));
 
 // No unique_id (0, as older kernels and some parts report): no UUID, rather than sixteen zeros.

@@ -62,6 +62,26 @@ TEST_P(SimNvDeviceInfoTest, CopiesStayOffTheComputeQueue) {
   EXPECT_THROW(q->copy(0x1000, 0x2000, 16), InvalidArgument);
 }
 
+// NVIDIA's figures for the GPU each simulated one is (data sheets and the CUDA programming guide's per-compute-
+// capability table): a warp of 32 everywhere; RTX 3090 (sm_86) 82 SMs, 99 KiB of shared memory per block opted in;
+// A100 (sm_80) 108 SMs, 163 KiB; H100 SXM (sm_90) 132 SMs, 227 KiB; B200 (sm_100) 148 SMs, 227 KiB.
+TEST_P(SimNvDeviceInfoTest, WarpSharedMemoryAndSmsAreTheGpus) {
+  struct Want {
+    uint32_t shared_kib, sms;
+  };
+  const std::string& g = GetParam();
+  const Want want = g == "ampere"      ? Want{99, 82}
+                    : g == "ga100"     ? Want{163, 108}
+                    : g == "hopper"    ? Want{227, 132}
+                    : g == "blackwell" ? Want{227, 148}
+                                       : Want{0, 0};
+  if (want.sms == 0) GTEST_SKIP() << "no published figures written down for " << g;
+  const DeviceInfo i = dev_->info();
+  EXPECT_EQ(i.wave_size, 32u);
+  EXPECT_EQ(i.shared_memory_bytes, want.shared_kib * 1024);
+  EXPECT_EQ(i.compute_units, want.sms);
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpus, SimNvDeviceInfoTest, ::testing::ValuesIn(sim::SimNvGpuSpec::names()),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

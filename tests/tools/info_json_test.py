@@ -21,7 +21,7 @@ def main():
 
     device_fields = {"name": str, "interface": str, "arch": str, "memory_bytes": int, "compute_queues": int,
                      "copy_queues": int, "driver_version": str, "uuid": (str, type(None)), "launch_limits": dict,
-                     "copies_on_compute": bool}
+                     "copies_on_compute": bool, "wave_size": int, "shared_memory_bytes": int, "compute_units": int}
     check(isinstance(doc["devices"], list), "devices is a list")
     check((run.returncode == 0) == bool(doc["devices"]), "exit status 0 exactly when a device is listed")
     for d in doc["devices"]:
@@ -46,6 +46,18 @@ def main():
                   all(isinstance(v, int) and v > 0 for v in limits[k]), f"device {name}: {k} is three positive ints")
         check(all(v <= limits["max_threads_per_group"] for v in limits["max_local"]),
               f"device {name}: no group dim past the threads a group may have")
+        # What the framework sizes kernels by. Simulated GPUs: their vendors' figures (AMD's CDNA3 and RDNA3/4
+        # ISA guides and product pages, NVIDIA's CUDA programming guide and data sheets) for the GPU each simulates.
+        check(d["wave_size"] in (1, 32, 64), f"device {name}: wave_size {d['wave_size']}")
+        check(d["shared_memory_bytes"] > 0 and d["compute_units"] > 0, f"device {name}: shared memory and units > 0")
+        want = {"SIM-AMD:gfx942": (64, 64 * 1024, 304), "SIM-AMD:gfx1100": (32, 64 * 1024, 96),
+                "SIM-AMD:gfx1201": (32, 64 * 1024, 64), "SIM-NV:ampere": (32, 99 * 1024, 82),
+                "SIM-NV:hopper": (32, 227 * 1024, 132), "SIM-NV:blackwell": (32, 227 * 1024, 148)}.get(name)
+        if want:
+            got = (d["wave_size"], d["shared_memory_bytes"], d["compute_units"])
+            check(got == want, f"device {name}: wave, shared memory, units {got}, want {want}")
+        if d["interface"] == "cpu":
+            check(d["wave_size"] == 1, f"device {name}: the CPU runs a group's threads one after another")
     for u in doc["unavailable"]:
         check(set(u) == {"device", "reason"} and all(isinstance(v, str) and v for v in u.values()),
               f"unavailable entry {u}")
@@ -71,6 +83,8 @@ def main():
     for g in pci["unusable"]:
         check(g["pci_address"] in table and g["reason"] in table, f"the table lists {g['pci_address']}")
     for d in doc["devices"]:
+        row = re.search(rf"^{re.escape(d['name'])}\s+{d['wave_size']}\s+\S+ \S+\s+{d['compute_units']}$", table, re.M)
+        check(row is not None, f"the table shows {d['name']}'s wave size and compute units")
         if d["uuid"] is not None:
             check(d["uuid"] in table, f"the table shows {d['name']}'s uuid")
     print(f"ok: {len(doc['devices'])} devices, {len(doc['unavailable'])} unavailable, "

@@ -7,6 +7,7 @@
 
 #include "cpu/cpu_limits.hpp"
 #include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq {
@@ -20,6 +21,15 @@ TEST(CpuDeviceInfo, LaunchLimitsAreTheDevicesOwn) {
     EXPECT_EQ(got.max_local[i], want.max_local[i]) << "dim " << i;
     EXPECT_EQ(got.max_global[i], want.max_global[i]) << "dim " << i;
   }
+}
+
+// A workgroup's threads run one after another (a wave of 1), shared arrays have the thread runner's 64 KiB, and
+// the units are the worker threads HCQ_CPU_THREADS asks for (knobs.md).
+TEST(CpuDeviceInfo, WaveSharedMemoryAndUnits) {
+  const DeviceInfo i = open_device("CPU").info();
+  EXPECT_EQ(i.wave_size, 1u);
+  EXPECT_EQ(i.shared_memory_bytes, 64u * 1024);
+  EXPECT_EQ(i.compute_units, knobs::cpu_threads());
 }
 
 TEST(CpuDeviceInfo, HasNoUuid) { EXPECT_FALSE(open_device("CPU").info().uuid.has_value()); }

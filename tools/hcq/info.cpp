@@ -29,12 +29,15 @@ constexpr const char* kInfoHelp =
     "version, ...). A device whose driver refused calls the way a sandbox's driver proxy does (gVisor's nvproxy\n"
     "without the graphics capability) says so at the end of its driver text (\"; sandboxed: ...\": what was\n"
     "refused) and is listed again under \"sandboxed\".\n"
+    "A third table gives what the framework sizes kernels by: the wave (AMD wavefront, NVIDIA warp; 1 on the CPU),\n"
+    "the shared memory one workgroup may use, and the compute units (AMD CUs, NVIDIA SMs, CPU worker threads).\n"
     "\n"
     "  --json   one JSON document: {\"devices\": [...], \"unavailable\": [{\"device\", \"reason\"}],\n"
     "           a device: {\"name\", \"interface\", \"arch\", \"memory_bytes\", \"compute_queues\",\n"
     "                      \"copy_queues\", \"driver_version\", \"uuid\" (text as above, or null),\n"
     "                      \"launch_limits\": {\"max_threads_per_group\", \"max_local\": [x, y, z],\n"
-    "                                        \"max_global\": [x, y, z]}, \"copies_on_compute\"},\n"
+    "                                        \"max_global\": [x, y, z]}, \"copies_on_compute\",\n"
+    "                      \"wave_size\", \"shared_memory_bytes\", \"compute_units\"},\n"
     "           \"pci\": {\"scan_problem\": null or why the bus could not be scanned,\n"
     "                   \"unusable\": [{\"pci_address\", \"vendor\", \"vendor_id\", \"device_id\",\n"
     "                                 \"kernel_driver\", \"reason\"}]}}\n"
@@ -103,7 +106,12 @@ void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavai
     dims_json(w, l.max_local);
     w.key("max_global");
     dims_json(w, l.max_global);
-    w.end_object().field("copies_on_compute", d.copies_on_compute).end_object();
+    w.end_object()
+        .field("copies_on_compute", d.copies_on_compute)
+        .field("wave_size", d.wave_size)
+        .field("shared_memory_bytes", d.shared_memory_bytes)
+        .field("compute_units", d.compute_units)
+        .end_object();
   }
   w.end_array().key("unavailable").begin_array();
   for (const Unavailable& u : unavailable)
@@ -152,6 +160,12 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
                   pad(dims_text(l.max_local), 20).c_str(), pad(dims_text(l.max_global), 38).c_str(),
                   pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(), uuid.empty() ? "-" : uuid.c_str());
     }
+    // What the framework's code generator sizes kernels by (DeviceInfo, framework/codegen/target.cpp).
+    std::printf("\n%s%s%s%s\n", pad("NAME", 18).c_str(), pad("WAVE", 6).c_str(), pad("SHARED/GROUP", 14).c_str(),
+                "COMPUTE UNITS");
+    for (const DeviceInfo& d : devices)
+      std::printf("%s%s%s%u\n", pad(d.name, 18).c_str(), pad(std::to_string(d.wave_size), 6).c_str(),
+                  pad(human_bytes(d.shared_memory_bytes), 14).c_str(), d.compute_units);
   }
   // The backend appends this to a device's driver text when the driver refused what it always offers itself: the
   // evidence of a proxy between us and the driver (the NV backend under gVisor). Repeated here, where it is seen.

@@ -79,6 +79,10 @@ DeviceInfo AmdDevice::info() const {
   }
   i.uuid = n.uuid();
   i.launch_limits = amd_launch_limits();
+  // The topology's own numbers (the simulated KFD reports its spec's, sim_gpus.cpp).
+  i.wave_size = n.wave_front_size;
+  i.shared_memory_bytes = n.lds_size_in_kb * 1024;
+  i.compute_units = n.cu_count();
   // Copies are SDMA packets; the PM4 and AQL compute queues refuse them (amd_queue.cpp).
   i.copies_on_compute = false;
   return i;

@@ -34,6 +34,10 @@ inline constexpr uint32_t kLocalWindowBytes = 1u << 24;
 inline constexpr uint32_t kCudaLocalReserve = 0x240;
 inline constexpr uint32_t kCudaStackTop = kLocalWindowBytes - kCudaLocalReserve;  // 0xfffdc0
 
+// Threads per warp: 32 on every NVIDIA compute capability (CUDA programming guide, "SIMT Architecture" and its
+// technical specifications table), so not a column of the table.
+inline constexpr uint32_t kWarpSize = 32;
+
 struct NvArchInfo {
   NvArch arch;
   std::string_view arch_name;  // "ampere", "ada", "hopper", "blackwell"

@@ -67,7 +67,8 @@ DeviceInfo NvDevice::info() const {
   // One compute and one copy channel, shared by every queue of its kind.
   i.compute_queues = 1;
   i.copy_queues = 1;
-  // DeviceInfo has no fields for the product and its SM count, so they ride along after the version:
+  // DeviceInfo has no field for the product, so it rides along after the version with the SM count (also
+  // compute_units) for a person reading it:
   // "580.126.20 (open module); NVIDIA H200, 132 SMs".
   i.driver_version = cat(gpu_->rm().version().text, gpu_->rm().version().open_module ? " (open module)" : "", "; ",
                          f.name, ", ", f.sm_count, " SMs");
@@ -81,6 +82,9 @@ DeviceInfo NvDevice::info() const {
   i.uuid.emplace();
   std::memcpy(i.uuid->data(), f.uuid.bytes, i.uuid->size());
   i.launch_limits = nv_arch_launch_limits(*f.arch);
+  i.wave_size = kWarpSize;
+  i.shared_memory_bytes = f.arch->max_shared_per_block;
+  i.compute_units = f.sm_count;
   // The compute channel's class has no copy method hcq encodes: copies take the copy channel.
   i.copies_on_compute = false;
   return i;
