@@ -269,12 +269,16 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     const Node& root = todo[t];
     const uint32_t slot = s.root_slots[t++];
     Node view = t_reshape(slot_nodes[slot], root->shape);
-    root->set_realized(view);
-    slot_nodes[slot]->add_realized_from(root);
-    if (roots[k] != root) {
-      roots[k]->set_realized(view);
-      slot_nodes[slot]->add_realized_from(roots[k]);
-    }
+    // The root's node now stands for this value, until an assign overwrites the buffer it was stored in or any
+    // buffer it was computed from (each of the call's inputs, to be safe): a node made after such an assign must
+    // compute anew, not read what was computed from the old contents.
+    auto link = [&](const Node& lazy) {
+      lazy->set_realized(view);
+      slot_nodes[slot]->add_realized_from(lazy);
+      for (const Node& input : call.buffers) input->add_realized_from(lazy);
+    };
+    link(root);
+    if (roots[k] != root) link(roots[k]);
     result[k] = view;
   }
   return result;
