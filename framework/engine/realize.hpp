@@ -1,5 +1,6 @@
 // The engine's entry points for the Tensor layer: make buffers, realize roots (callify, schedule cache, run),
 // read back, and the counters.
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -44,6 +45,8 @@ class CaptureSink {
   virtual ~CaptureSink() = default;
   virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) = 0;
   virtual void host_read() = 0;
+  // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is in `key`, drawn as the k-th.
+  virtual void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) = 0;
 };
 // This thread's sink (null: none). set_capture_sink returns the previous one.
 CaptureSink* capture_sink();

@@ -1,6 +1,8 @@
 #include "framework/jit/replay.hpp"
 
+#include <algorithm>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "framework/engine/compile.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework/tensor/build.hpp"
+#include "framework/tensor/rng.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -123,6 +126,15 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
                              address(operand(src)), src->size()});
   flush();
 
+  if (!capture.draws().empty()) {
+    const uint64_t first = capture.draws().front().k;
+    for (const Capture::Draw& d : capture.draws()) {
+      draws_.push_back(Draw{d.key, d.k - first});
+      num_draws_ = std::max(num_draws_, d.k - first + 1);
+    }
+    info_.random_draws = num_draws_;
+  }
+
   vars_.assign(num_inputs_ + output_buffers_.size(), 0);
   var_bufs_.assign(vars_.size(), nullptr);
   call_outputs_.resize(output_buffers_.size());
@@ -143,7 +155,15 @@ Sym Replay::address(const Operand& op) {
 
 Buffer* Replay::resolve(const Operand& op) const { return op.var >= 0 ? var_bufs_[op.var] : op.fixed.get(); }
 
-std::vector<Tensor> Replay::run(const std::vector<Node>& inputs) {
+std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
+  if (draw && num_draws_ > 0) {
+    // Each copyin is ordered after the previous replay on the key's device (its kernels read the old key).
+    const uint64_t seed = rng_seed(), base = rng_take(num_draws_);
+    for (const Draw& d : draws_) {
+      const uint32_t key = rng_key(seed, base + d.offset);
+      d.key->copyin(std::span<const uint32_t>(&key, 1));
+    }
+  }
   for (size_t k = 0; k < num_inputs_; ++k) {
     var_bufs_[k] = inputs[k]->payload.get();
     vars_[k] = var_bufs_[k] ? var_bufs_[k]->va() : 0;

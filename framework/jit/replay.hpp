@@ -33,8 +33,9 @@ class Replay {
   Replay& operator=(const Replay&) = delete;
 
   // One call: binds the inputs (BUFFER nodes of the signature the capture had), replays, and returns fresh outputs.
-  // Returns without waiting for the devices.
-  std::vector<Tensor> run(const std::vector<Node>& inputs);
+  // Returns without waiting for the devices. `draw`: the call takes its own random draws (the capture's first
+  // replay does not: the capture took them and wrote their keys).
+  std::vector<Tensor> run(const std::vector<Node>& inputs, bool draw = true);
 
   // kernels, copies, graphs, host_copies, written_inputs (calls is the TinyJit's).
   TinyJit::Info info() const { return info_; }
@@ -77,6 +78,14 @@ class Replay {
   std::vector<uint64_t> vars_;      // per variable, this call's address
   std::vector<Buffer*> var_bufs_;   // per variable, this call's buffer (host copies)
   std::vector<Node> call_outputs_;  // this call's fresh output BUFFER nodes
+  // Random tensors (framework/tensor/rng.hpp): each replay takes as many draws as the captured call took and
+  // writes each key buffer the key the eager call would have drawn in its place (its offset from the first).
+  struct Draw {
+    std::shared_ptr<Buffer> key;
+    uint64_t offset;
+  };
+  std::vector<Draw> draws_;
+  uint64_t num_draws_ = 0;
   TinyJit::Info info_;
 };
 

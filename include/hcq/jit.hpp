@@ -60,10 +60,12 @@ class TinyJit {
 
   // What the capture holds (tests, tools): calls so far; and after call 1, the captured kernel launches and copies,
   // the graphs they were batched into (one per run of graphable calls), the copies replayed outside a graph (across
-  // devices), and the inputs copied because the kernels write them.
+  // devices), and the inputs copied because the kernels write them; the random tensors each call draws (each replay
+  // takes as many new draws from the generator as an eager call would).
   struct Info {
     size_t calls = 0;
     size_t kernels = 0, copies = 0, graphs = 0, host_copies = 0, written_inputs = 0;
+    size_t random_draws = 0;
   };
   Info info() const;
 
