@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "framework/engine/compile.hpp"
+#include "framework/engine/fault_context.hpp"
 #include "framework/engine/realize.hpp"
+#include "framework/jit/prune.hpp"
 #include "framework/tensor/build.hpp"
 #include "framework/tensor/rng.hpp"
 #include "hcq/buffer.hpp"
@@ -27,7 +29,7 @@ Node base_buffer(const Tensor& t) {
 
 }  // namespace
 
-Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs)
+Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs, bool prune)
     : num_inputs_(inputs.size()) {
   // Inputs by buffer.
   std::unordered_map<const Buffer*, int> input_var;
@@ -50,6 +52,15 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     }
   }
 
+  // What last wrote each buffer in the captured list (HCQ_JIT_CHECK names it).
+  std::unordered_map<const Buffer*, std::string> last_writer;
+  for (const Capture::Record& r : capture.records())
+    for (const Step& st : r.schedule->steps)
+      if (const std::shared_ptr<Buffer>& b = r.bufs[st.slots[0]])
+        last_writer[b.get()] = st.kind == Step::Kind::kernel ? hcq::cat("kernel ", st.what)
+                                                             : hcq::cat("a copy to ", st.device, " (from ",
+                                                                        r.schedule->slots[st.slots[1]].device, ")");
+
   // Outputs: one fresh buffer per distinct returned buffer. Those the capture made are bound directly; the others
   // are copied at the end.
   std::unordered_map<const NodeData*, size_t> out_index;
@@ -66,6 +77,13 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       else if (mem) copied_outputs.emplace_back(it->second, mem);
     }
     outputs_.push_back(Output{it->second, t.shape()});
+    const Buffer* mem = base->payload.get();
+    auto w = mem ? last_writer.find(mem) : last_writer.end();
+    writers_.push_back(w != last_writer.end() ? w->second
+                       : input_var.count(mem)
+                           ? hcq::cat("the copy of input ", input_var.at(mem), " (the function returns it)")
+                           : std::string("the copy of a tensor the function returns but did not compute here (one it "
+                                         "closes over)"));
   }
 
   auto operand = [&](const std::shared_ptr<Buffer>& b) -> Operand {
@@ -78,12 +96,51 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     return Operand{-1, b};
   };
 
+  // Pruning (prune.hpp): the steps whose results cannot change between calls run once now, not in the replay.
+  std::vector<PruneStep> prune_in;
+  std::vector<ByteRange> varying;
+  auto range = [](const Buffer& b) { return ByteRange{b.va(), b.va() + b.size()}; };
+  for (const Capture::Draw& d : capture.draws()) varying.push_back(range(*d.key));
+  for (const auto& [var, copy] : scratch) varying.push_back(range(*copy));
+  for (const Capture::Record& r : capture.records()) {
+    for (const Step& st : r.schedule->steps) {
+      PruneStep p;
+      for (size_t j = 0; j < st.slots.size(); ++j) {
+        const std::shared_ptr<Buffer>& b = r.bufs[st.slots[j]];
+        if (!b) continue;
+        if (operand(b).var >= 0) p.always = true;
+        else if (j == 0) p.write = range(*b);
+        else p.reads.push_back(range(*b));
+      }
+      // A kernel writing a buffer that existed before its realize (an assign) may read it in place (x += 1).
+      if (r.schedule->slots[st.slots[0]].role == Slot::Role::param && p.write.hi > p.write.lo)
+        p.reads.push_back(p.write);
+      if (st.kind == Step::Kind::copy) {
+        const std::shared_ptr<Buffer>&dst = r.bufs[st.slots[0]], &src = r.bufs[st.slots[1]];
+        if (dst && src && &dst->device() != &src->device()) p.always = true;
+      }
+      prune_in.push_back(std::move(p));
+    }
+  }
+  const std::vector<bool> prunable = prune ? prunable_steps(prune_in, varying) : std::vector<bool>(prune_in.size());
+  std::vector<GraphCall> once;  // the pruned calls, run below
+  size_t step_index = 0;
+
   // The calls, batched.
   std::vector<GraphCall> calls;
+  std::vector<std::pair<const Device*, std::string>> kernel_names;  // the kernel calls among `calls`
   auto flush = [&] {
     if (calls.empty()) return;
-    items_.push_back(Item{std::make_unique<Graph>(std::move(calls)), {}});
+    Item item{std::make_unique<Graph>(std::move(calls)), {}, {}};
+    for (const Device* dev : item.graph->devices()) {
+      auto names = std::make_shared<std::vector<std::string>>();
+      for (const auto& [d, what] : kernel_names)
+        if (d == dev) names->push_back(what);
+      item.kernels.push_back(names->empty() ? nullptr : std::move(names));
+    }
+    items_.push_back(std::move(item));
     calls.clear();
+    kernel_names.clear();
     ++info_.graphs;
   };
   for (auto& [var, copy] : scratch) {
@@ -93,6 +150,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
   }
   for (const Capture::Record& r : capture.records()) {
     for (const Step& st : r.schedule->steps) {
+      const bool pruned = prunable[step_index++];
       if (st.kind == Step::Kind::kernel) {
         KernelCall call;
         call.program = st.kernel->program.get();
@@ -104,8 +162,14 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
           call.global[d] = Sym(st.global[d]);
           call.local[d] = Sym(st.local[d]);
         }
-        calls.push_back(std::move(call));
         ++info_.kernels;
+        if (pruned) {
+          once.push_back(std::move(call));
+          ++info_.pruned;
+          continue;
+        }
+        kernel_names.emplace_back(&call.program->device(), st.what);
+        calls.push_back(std::move(call));
         continue;
       }
       ++info_.copies;
@@ -113,11 +177,12 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       const std::shared_ptr<Buffer>& src = r.bufs[st.slots[1]];
       if (!dst || !src) continue;  // nothing to move
       if (&dst->device() == &src->device()) {
-        calls.push_back(CopyCall{&dst->device(), address(operand(dst)), address(operand(src)), dst->size()});
+        (pruned ? once : calls)
+            .push_back(CopyCall{&dst->device(), address(operand(dst)), address(operand(src)), dst->size()});
         continue;
       }
       flush();
-      items_.push_back(Item{nullptr, HostCopy{operand(dst), operand(src)}});
+      items_.push_back(Item{nullptr, HostCopy{operand(dst), operand(src)}, {}});
       ++info_.host_copies;
     }
   }
@@ -125,6 +190,14 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     calls.push_back(CopyCall{&src->device(), Sym(Var{static_cast<uint16_t>(num_inputs_ + index)}),
                              address(operand(src)), src->size()});
   flush();
+
+  if (!once.empty()) {  // after all work submitted so far (what they read was realized before or by the capture)
+    Graph graph(std::move(once));
+    explaining_faults(*graph.devices().front(), [&] {
+      graph.replay({});
+      graph.wait();
+    });
+  }
 
   if (!capture.draws().empty()) {
     const uint64_t first = capture.draws().front().k;
@@ -175,8 +248,13 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
     vars_[num_inputs_ + k] = var_bufs_[num_inputs_ + k] ? var_bufs_[num_inputs_ + k]->va() : 0;
   }
   for (Item& it : items_) {
-    if (it.graph) it.graph->replay(vars_);
-    else copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
+    if (!it.graph) {
+      copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
+      continue;
+    }
+    const std::span<const Completion> done = it.graph->replay(vars_);
+    for (size_t d = 0; d < done.size(); ++d)
+      if (it.kernels[d]) remember_submission(done[d], it.kernels[d]);
   }
   std::vector<Tensor> out;
   out.reserve(outputs_.size());

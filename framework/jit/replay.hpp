@@ -27,7 +27,8 @@ namespace hcq::fw {
 class Replay {
  public:
   // `inputs`: the BUFFER nodes of the capture call's inputs; `outputs`: what the function returned, realised.
-  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs);
+  // `prune`: the steps prune.hpp finds constant run once here and are left out of the replay.
+  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs, bool prune);
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
@@ -36,6 +37,12 @@ class Replay {
   // Returns without waiting for the devices. `draw`: the call takes its own random draws (the capture's first
   // replay does not: the capture took them and wrote their keys).
   std::vector<Tensor> run(const std::vector<Node>& inputs, bool draw = true);
+
+  // Per output of the function: what writes it in the replay ("kernel <name (tensor op)>", or the copy), for
+  // HCQ_JIT_CHECK's message.
+  const std::vector<std::string>& writers() const { return writers_; }
+  // The random draws one call takes (framework/tensor/rng.hpp).
+  uint64_t num_draws() const { return num_draws_; }
 
   // kernels, copies, graphs, host_copies, written_inputs (calls is the TinyJit's).
   TinyJit::Info info() const { return info_; }
@@ -52,6 +59,10 @@ class Replay {
   struct Item {
     std::unique_ptr<Graph> graph;  // or, when null, a copy across devices
     HostCopy copy;
+    // Per device of the graph (graph->devices() order): its kernels, "name (tensor op)", in order; remembered with
+    // each replay's completion so that a fault names them as it would after an eager launch
+    // (framework/engine/fault_context.hpp). Null where the device runs no kernel of the graph.
+    std::vector<std::shared_ptr<const std::vector<std::string>>> kernels;
   };
   struct OutputBuffer {
     std::string device;
@@ -86,6 +97,7 @@ class Replay {
   };
   std::vector<Draw> draws_;
   uint64_t num_draws_ = 0;
+  std::vector<std::string> writers_;
   TinyJit::Info info_;
 };
 

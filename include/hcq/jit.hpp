@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "hcq/error.hpp"
@@ -49,7 +50,16 @@ class TinyJit {
  public:
   using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
-  explicit TinyJit(Function fn);
+  struct Options {
+    // Prune (tinygrad's TinyJit(prune=True)): captured kernels whose results cannot change between calls (they read
+    // neither the inputs nor anything the replay writes, only tensors the function closes over and constants) run
+    // once, at capture, and are not replayed. Off by default: with it, a closed-over tensor the caller changes
+    // between calls is not read again by the pruned kernels.
+    bool prune = false;
+  };
+
+  explicit TinyJit(Function fn) : TinyJit(std::move(fn), Options{}) {}
+  TinyJit(Function fn, Options options);
   ~TinyJit();
   TinyJit(const TinyJit&) = delete;
   TinyJit& operator=(const TinyJit&) = delete;
@@ -61,11 +71,12 @@ class TinyJit {
   // What the capture holds (tests, tools): calls so far; and after call 1, the captured kernel launches and copies,
   // the graphs they were batched into (one per run of graphable calls), the copies replayed outside a graph (across
   // devices), and the inputs copied because the kernels write them; the random tensors each call draws (each replay
-  // takes as many new draws from the generator as an eager call would).
+  // takes as many new draws from the generator as an eager call would); and of the kernels, those pruned.
   struct Info {
     size_t calls = 0;
     size_t kernels = 0, copies = 0, graphs = 0, host_copies = 0, written_inputs = 0;
     size_t random_draws = 0;
+    size_t pruned = 0;  // captured kernels whose results cannot change between calls: run once, at capture, only
   };
   Info info() const;
 
