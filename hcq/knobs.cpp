@@ -143,6 +143,8 @@ bool noopt() { return switch_on("HCQ_NOOPT"); }
 
 bool jit_check() { return switch_on("HCQ_JIT_CHECK"); }
 
+bool validate() { return switch_on("HCQ_VALIDATE"); }
+
 bool sim_l2() { return !env("HCQ_SIM_L2") || switch_on("HCQ_SIM_L2"); }
 
 uint64_t sim_thread_seed() {

@@ -14,6 +14,7 @@
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
 #include "framework/engine/submit.hpp"
+#include "framework/engine/validate.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/realize_map.hpp"
 #include "framework/schedule/schedule.hpp"
@@ -208,11 +209,22 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     if (batch) batch->submit();
     batch.reset();
   };
+  size_t kernel_index = 0;  // into s.kernel_asts
+  const bool validate = knobs::validate();
   for (const Step& st : run_steps) {
     if (st.kind == Step::Kind::copy) {
       flush();
       copy_between(*bufs[st.slots[0]], *bufs[st.slots[1]]);
       g_copies.fetch_add(1);
+      continue;
+    }
+    const Node& ast = s.kernel_asts[kernel_index++];
+    if (validate && validates(st)) {  // HCQ_VALIDATE: alone, waited for, and again on the CPU device
+      flush();
+      std::vector<Buffer*> args(st.slots.size());
+      for (size_t j = 0; j < st.slots.size(); ++j) args[j] = bufs[st.slots[j]].get();
+      run_validated(st, ast, s.slots[st.slots[0]].dtype, args);
+      g_kernels.fetch_add(1);
       continue;
     }
     std::array<uint64_t, 16> small{};

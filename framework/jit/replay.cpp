@@ -10,11 +10,15 @@
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
 #include "framework/engine/realize.hpp"
+#include "framework/engine/validate.hpp"
+#include "framework/jit/memory.hpp"
 #include "framework/jit/prune.hpp"
 #include "framework/tensor/build.hpp"
 #include "framework/tensor/rng.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/program.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq::fw {
@@ -29,8 +33,10 @@ Node base_buffer(const Tensor& t) {
 
 }  // namespace
 
-Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs, bool prune)
+Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs,
+               const TinyJit::Options& options)
     : num_inputs_(inputs.size()) {
+  const bool prune = options.prune;
   // Inputs by buffer.
   std::unordered_map<const Buffer*, int> input_var;
   for (size_t k = 0; k < inputs.size(); ++k)
@@ -50,6 +56,19 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       if (auto it = input_var.find(written.get()); it != input_var.end() && !scratch.count(it->second))
         scratch.emplace(it->second, std::make_shared<Buffer>(written->device(), written->size()));
     }
+  }
+
+  // Memory planning (memory.hpp): inputs and outputs stay where they are.
+  CapturedPlan plan;
+  if (options.plan_memory) {
+    std::unordered_set<const Buffer*> keep;
+    for (const Node& in : inputs)
+      if (in->payload) keep.insert(in->payload.get());
+    for (const Tensor& t : outputs)
+      if (const Node base = base_buffer(t); base->payload) keep.insert(base->payload.get());
+    plan = plan_captured_memory(capture, keep);
+    info_.planned_bytes = plan.planned_bytes;
+    info_.arena_bytes = plan.arena_bytes;
   }
 
   // What last wrote each buffer in the captured list (HCQ_JIT_CHECK names it).
@@ -93,6 +112,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       return Operand{it->second, nullptr};
     }
     if (auto it = output_var.find(b.get()); it != output_var.end()) return Operand{it->second, nullptr};
+    if (auto it = plan.relocated.find(b.get()); it != plan.relocated.end()) return Operand{-1, it->second};
     return Operand{-1, b};
   };
 
@@ -108,9 +128,10 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       for (size_t j = 0; j < st.slots.size(); ++j) {
         const std::shared_ptr<Buffer>& b = r.bufs[st.slots[j]];
         if (!b) continue;
-        if (operand(b).var >= 0) p.always = true;
-        else if (j == 0) p.write = range(*b);
-        else p.reads.push_back(range(*b));
+        const Operand op = operand(b);
+        if (op.var >= 0) p.always = true;
+        else if (j == 0) p.write = range(*op.fixed);
+        else p.reads.push_back(range(*op.fixed));
       }
       // A kernel writing a buffer that existed before its realize (an assign) may read it in place (x += 1).
       if (r.schedule->slots[st.slots[0]].role == Slot::Role::param && p.write.hi > p.write.lo)
@@ -122,7 +143,9 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       prune_in.push_back(std::move(p));
     }
   }
-  const std::vector<bool> prunable = prune ? prunable_steps(prune_in, varying) : std::vector<bool>(prune_in.size());
+  validating_ = knobs::validate();
+  const std::vector<bool> prunable =
+      prune && !validating_ ? prunable_steps(prune_in, varying) : std::vector<bool>(prune_in.size());
   std::vector<GraphCall> once;  // the pruned calls, run below
   size_t step_index = 0;
 
@@ -144,13 +167,25 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     ++info_.graphs;
   };
   for (auto& [var, copy] : scratch) {
+    checked_.push_back(CheckedCall{nullptr, nullptr, {}, {Operand{-1, copy}, Operand{var, nullptr}}});
     calls.push_back(
         CopyCall{&copy->device(), address(Operand{-1, copy}), Sym(Var{static_cast<uint16_t>(var)}), copy->size()});
     ++info_.written_inputs;
   }
   for (const Capture::Record& r : capture.records()) {
+    size_t kernel_index = 0;  // into the schedule's kernel_asts
     for (const Step& st : r.schedule->steps) {
       const bool pruned = prunable[step_index++];
+      if (validating_) {
+        CheckedCall c;
+        if (st.kind == Step::Kind::kernel) {
+          c.step = &st;
+          c.ast = r.schedule->kernel_asts[kernel_index++];
+          c.out = r.schedule->slots[st.slots[0]].dtype;
+        }
+        for (uint32_t slot : st.slots) c.ops.push_back(operand(r.bufs[slot]));
+        if (c.step || (r.bufs[st.slots[0]] && r.bufs[st.slots[1]])) checked_.push_back(std::move(c));
+      }
       if (st.kind == Step::Kind::kernel) {
         KernelCall call;
         call.program = st.kernel->program.get();
@@ -186,9 +221,12 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       ++info_.host_copies;
     }
   }
-  for (auto& [index, src] : copied_outputs)
+  for (auto& [index, src] : copied_outputs) {
+    checked_.push_back(
+        CheckedCall{nullptr, nullptr, {}, {Operand{static_cast<int>(num_inputs_ + index), nullptr}, operand(src)}});
     calls.push_back(CopyCall{&src->device(), Sym(Var{static_cast<uint16_t>(num_inputs_ + index)}),
                              address(operand(src)), src->size()});
+  }
   flush();
 
   if (!once.empty()) {  // after all work submitted so far (what they read was realized before or by the capture)
@@ -226,6 +264,25 @@ Sym Replay::address(const Operand& op) {
   return Sym(op.fixed->va());
 }
 
+void Replay::run_checked() {
+  for (const CheckedCall& c : checked_) {
+    std::vector<Buffer*> bufs;
+    for (const Operand& op : c.ops) bufs.push_back(resolve(op));
+    if (!c.step) {
+      if (bufs[0] && bufs[1]) copy_buffers(*bufs[0], *bufs[1]);
+      continue;
+    }
+    if (validates(*c.step)) {
+      run_validated(*c.step, c.ast, c.out, bufs);
+      continue;
+    }
+    std::vector<uint64_t> addrs;
+    for (Buffer* b : bufs) addrs.push_back(b ? b->va() : 0);
+    const Program& prog = *c.step->kernel->program;
+    explaining_faults(prog.device(), [&] { prog(addrs, {}, c.step->global, c.step->local, true); });
+  }
+}
+
 Buffer* Replay::resolve(const Operand& op) const { return op.var >= 0 ? var_bufs_[op.var] : op.fixed.get(); }
 
 std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
@@ -247,14 +304,18 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
     var_bufs_[num_inputs_ + k] = call_outputs_[k]->payload.get();
     vars_[num_inputs_ + k] = var_bufs_[num_inputs_ + k] ? var_bufs_[num_inputs_ + k]->va() : 0;
   }
-  for (Item& it : items_) {
-    if (!it.graph) {
-      copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
-      continue;
+  if (validating_) {
+    run_checked();
+  } else {
+    for (Item& it : items_) {
+      if (!it.graph) {
+        copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
+        continue;
+      }
+      const std::span<const Completion> done = it.graph->replay(vars_);
+      for (size_t d = 0; d < done.size(); ++d)
+        if (it.kernels[d]) remember_submission(done[d], it.kernels[d]);
     }
-    const std::span<const Completion> done = it.graph->replay(vars_);
-    for (size_t d = 0; d < done.size(); ++d)
-      if (it.kernels[d]) remember_submission(done[d], it.kernels[d]);
   }
   std::vector<Tensor> out;
   out.reserve(outputs_.size());

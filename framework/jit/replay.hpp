@@ -27,8 +27,10 @@ namespace hcq::fw {
 class Replay {
  public:
   // `inputs`: the BUFFER nodes of the capture call's inputs; `outputs`: what the function returned, realised.
-  // `prune`: the steps prune.hpp finds constant run once here and are left out of the replay.
-  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs, bool prune);
+  // options.prune: the steps prune.hpp finds constant run once here and are left out of the replay;
+  // options.plan_memory: the intermediates are placed in one arena per device (memory.hpp).
+  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs,
+         const TinyJit::Options& options);
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
@@ -98,6 +100,18 @@ class Replay {
   std::vector<Draw> draws_;
   uint64_t num_draws_ = 0;
   std::vector<std::string> writers_;
+  // HCQ_VALIDATE at capture (framework/engine/validate.hpp): each replay runs the calls one by one, every kernel off
+  // the CPU device cross-checked on the CPU device, instead of replaying the graphs. A kernel (`step` set) or a
+  // copy ({dst, src}).
+  struct CheckedCall {
+    const Step* step = nullptr;  // in one of schedules_
+    Node ast;
+    DType out = DType::float32;
+    std::vector<Operand> ops;
+  };
+  bool validating_ = false;
+  std::vector<CheckedCall> checked_;
+  void run_checked();
   TinyJit::Info info_;
 };
 

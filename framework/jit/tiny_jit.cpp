@@ -135,7 +135,14 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
     CaptureScope scope(capture);
     captured = run_function(m.fn, function_inputs(inputs, bufs, false));
   }
-  auto replay = std::make_unique<Replay>(capture, bufs, captured, m.options.prune);
+  // The outputs as their buffers only: their lazy graphs (and through them the intermediates they were computed
+  // from) go now, so that memory planning finds those intermediates held by nothing but the capture.
+  for (Tensor& t : captured) {
+    Node n = t.node();
+    while (Node done = n->realized()) n = done;
+    t = Tensor(n);
+  }
+  auto replay = std::make_unique<Replay>(capture, bufs, captured, m.options);
   captured.clear();
   std::vector<Tensor> out = replay->run(bufs, false);
   m.replay = std::move(replay);

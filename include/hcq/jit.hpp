@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -46,6 +47,14 @@ class JitError : public InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+// HCQ_VALIDATE=1 (docs/knobs.md): a kernel that ran off the CPU device gave another result than the same kernel on
+// the CPU device, beyond its dtype's tolerance (any kernel, eager or replayed; the message names it, its tensor op,
+// the element and both values).
+class ValidationError : public Error {
+ public:
+  using Error::Error;
+};
+
 class TinyJit {
  public:
   using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -56,6 +65,9 @@ class TinyJit {
     // once, at capture, and are not replayed. Off by default: with it, a closed-over tensor the caller changes
     // between calls is not read again by the pruned kernels.
     bool prune = false;
+    // Plan the memory of the whole captured call (framework/jit/memory.hpp): the intermediates of every realize
+    // inside the function share one arena per device instead of each realize keeping its own.
+    bool plan_memory = true;
   };
 
   explicit TinyJit(Function fn) : TinyJit(std::move(fn), Options{}) {}
@@ -77,6 +89,8 @@ class TinyJit {
     size_t kernels = 0, copies = 0, graphs = 0, host_copies = 0, written_inputs = 0;
     size_t random_draws = 0;
     size_t pruned = 0;  // captured kernels whose results cannot change between calls: run once, at capture, only
+    // Memory planning: the bytes the planned intermediates took in the capture, and the arenas that replace them.
+    uint64_t planned_bytes = 0, arena_bytes = 0;
   };
   Info info() const;
 
