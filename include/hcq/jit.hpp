@@ -20,6 +20,10 @@
 // kernels write (an assign into it) is copied first in each replay.
 // Outputs: fresh tensors on every call (the caller may keep them); a replay returns without waiting for the device,
 // and reading an output waits for it.
+// Randomness: Tensor::rand (randn, uniform) inside the function draws anew on every call, exactly what the same calls
+// made eagerly would draw in the same order (framework/tensor/rng.hpp).
+// Checks: HCQ_JIT_CHECK=1 compares the first replays with eager runs; HCQ_VALIDATE=1 cross-checks every kernel off
+// the CPU device on the CPU device (docs/knobs.md).
 // Ownership: the TinyJit owns what it captured (graphs, intermediates, copies of written inputs); destroying it
 // waits for its last replay and frees them. The function (and the tensors it closes over) must outlive it.
 // Threads: one thread at a time calls a given TinyJit.
