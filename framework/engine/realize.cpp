@@ -136,9 +136,15 @@ size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
 }
 
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
+  if (n <= 0)
+    return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, device);
+  return new_buffer_node(open_device(device), device, dtype, n);
+}
+
+Node new_buffer_node(Device& device, const std::string& name, DType dtype, int64_t n) {
   std::shared_ptr<Buffer> mem;
-  if (n > 0) mem = std::make_shared<Buffer>(open_device(device), static_cast<uint64_t>(n) * dtype_size(dtype));
-  return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, device,
+  if (n > 0) mem = std::make_shared<Buffer>(device, static_cast<uint64_t>(n) * dtype_size(dtype));
+  return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, name,
                    std::move(mem));
 }
 

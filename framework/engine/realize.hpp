@@ -11,6 +11,7 @@
 
 namespace hcq {
 class Buffer;
+class Device;
 }
 
 namespace hcq::fw {
@@ -19,6 +20,8 @@ struct Schedule;
 
 // A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
+// The same on a device already open, `name` its canonical name (TinyJit's per-call outputs: no registry lookup).
+Node new_buffer_node(Device& device, const std::string& name, DType dtype, int64_t n);
 // Another BUFFER node (a new id) over the same memory as `buffer`: graphs built on it share no node with graphs
 // built on `buffer` (the JIT's capture, so what it realizes is not what the caller's lazy tensors read).
 Node alias_buffer_node(const Node& buffer);

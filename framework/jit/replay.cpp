@@ -89,7 +89,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     Node base = base_buffer(t);
     auto [it, fresh] = out_index.emplace(base.get(), output_buffers_.size());
     if (fresh) {
-      output_buffers_.push_back(OutputBuffer{base->device(), base->dtype, base->i[1]});
+      output_buffers_.push_back(OutputBuffer{&open_device(base->device()), base->device(), base->dtype, base->i[1]});
       const std::shared_ptr<Buffer>& mem = base->payload;
       const int var = static_cast<int>(num_inputs_ + it->second);
       if (mem && made.count(mem.get()) && !input_var.count(mem.get())) output_var.emplace(mem.get(), var);
@@ -300,7 +300,7 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
   }
   for (size_t k = 0; k < output_buffers_.size(); ++k) {
     const OutputBuffer& o = output_buffers_[k];
-    call_outputs_[k] = new_buffer_node(o.device, o.dtype, o.numel);
+    call_outputs_[k] = new_buffer_node(*o.dev, o.device, o.dtype, o.numel);
     var_bufs_[num_inputs_ + k] = call_outputs_[k]->payload.get();
     vars_[num_inputs_ + k] = var_bufs_[num_inputs_ + k] ? var_bufs_[num_inputs_ + k]->va() : 0;
   }

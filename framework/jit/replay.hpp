@@ -67,6 +67,7 @@ class Replay {
     std::vector<std::shared_ptr<const std::vector<std::string>>> kernels;
   };
   struct OutputBuffer {
+    Device* dev;  // opened once, at capture
     std::string device;
     DType dtype;
     int64_t numel;
