@@ -12,7 +12,7 @@
 namespace hcq {
 class Buffer;
 class Device;
-}
+}  // namespace hcq
 
 namespace hcq::fw {
 
