@@ -141,6 +141,10 @@ int debug() { return static_cast<int>(number_in("HCQ_DEBUG", 0, 0, 7, "a debug l
 
 bool noopt() { return switch_on("HCQ_NOOPT"); }
 
+bool jit_check() { return switch_on("HCQ_JIT_CHECK"); }
+
+bool validate() { return switch_on("HCQ_VALIDATE"); }
+
 bool sim_l2() { return !env("HCQ_SIM_L2") || switch_on("HCQ_SIM_L2"); }
 
 uint64_t sim_thread_seed() {

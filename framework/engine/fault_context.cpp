@@ -2,13 +2,14 @@
 
 #include <deque>
 #include <mutex>
+#include <utility>
 
 namespace hcq::fw {
 namespace {
 
 struct Submission {
   Completion done;
-  std::vector<std::string> kernels;
+  std::shared_ptr<const std::vector<std::string>> kernels;
 };
 
 std::mutex g_mu;
@@ -24,6 +25,10 @@ std::deque<Submission>& remembered() {
 }  // namespace
 
 void remember_submission(const Completion& done, std::vector<std::string> kernels) {
+  remember_submission(done, std::make_shared<const std::vector<std::string>>(std::move(kernels)));
+}
+
+void remember_submission(const Completion& done, std::shared_ptr<const std::vector<std::string>> kernels) {
   std::lock_guard lock(g_mu);
   auto& q = remembered();
   while (!q.empty() && (q.front().done.done() || q.size() >= kMaxRemembered)) q.pop_front();
@@ -36,7 +41,7 @@ DeviceFault explain_fault(Device& dev, const DeviceFault& e) {
     std::lock_guard lock(g_mu);
     for (const Submission& s : remembered())
       if (s.done.device() == &dev && !s.done.done()) {
-        kernels = s.kernels;
+        kernels = *s.kernels;
         break;
       }
   }

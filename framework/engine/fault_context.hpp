@@ -4,6 +4,7 @@
 // the device did not finish names the culprit: exactly when it held one kernel, else its kernels in order.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace hcq::fw {
 
 // A submission's kernels, each "name (what it computes)", and the timeline point that ends it.
 void remember_submission(const Completion& done, std::vector<std::string> kernels);
+// The same with a list shared between submissions (a TinyJit replay submits the same kernels every call: it keeps
+// the list and passes it without copying the names).
+void remember_submission(const Completion& done, std::shared_ptr<const std::vector<std::string>> kernels);
 
 // `e` with the kernels of `dev`'s first unfinished submission appended, as a DeviceFault; `e` itself when the engine
 // submitted nothing unfinished there (the fault came from elsewhere).

@@ -14,6 +14,7 @@
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
 #include "framework/engine/submit.hpp"
+#include "framework/engine/validate.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/realize_map.hpp"
 #include "framework/schedule/schedule.hpp"
@@ -137,9 +138,15 @@ size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
 }
 
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n) {
+  if (n <= 0)
+    return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, device);
+  return new_buffer_node(open_device(device), device, dtype, n);
+}
+
+Node new_buffer_node(Device& device, const std::string& name, DType dtype, int64_t n) {
   std::shared_ptr<Buffer> mem;
-  if (n > 0) mem = std::make_shared<Buffer>(open_device(device), static_cast<uint64_t>(n) * dtype_size(dtype));
-  return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, device,
+  if (n > 0) mem = std::make_shared<Buffer>(device, static_cast<uint64_t>(n) * dtype_size(dtype));
+  return make_node(Op::BUFFER, dtype, {}, {static_cast<int64_t>(g_next_buffer_id.fetch_add(1)), n}, 0, name,
                    std::move(mem));
 }
 
@@ -214,11 +221,22 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     if (batch) batch->submit();
     batch.reset();
   };
+  size_t kernel_index = 0;  // into s.kernel_asts
+  const bool validate = knobs::validate();
   for (const Step& st : run_steps) {
     if (st.kind == Step::Kind::copy) {
       flush();
       copy_between(*bufs[st.slots[0]], *bufs[st.slots[1]]);
       g_copies.fetch_add(1);
+      continue;
+    }
+    const Node& ast = s.kernel_asts[kernel_index++];
+    if (validate && validates(st)) {  // HCQ_VALIDATE: alone, waited for, and again on the CPU device
+      flush();
+      std::vector<Buffer*> args(st.slots.size());
+      for (size_t j = 0; j < st.slots.size(); ++j) args[j] = bufs[st.slots[j]].get();
+      run_validated(st, ast, s.slots[st.slots[0]].dtype, args);
+      g_kernels.fetch_add(1);
       continue;
     }
     std::array<uint64_t, 16> small{};

@@ -1,5 +1,6 @@
 // The engine's entry points for the Tensor layer: make buffers, realize roots (callify, schedule cache, run),
 // read back, and the counters.
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -10,7 +11,8 @@
 
 namespace hcq {
 class Buffer;
-}
+class Device;
+}  // namespace hcq
 
 namespace hcq::fw {
 
@@ -18,6 +20,8 @@ struct Schedule;
 
 // A BUFFER node of n elements with fresh (lazily allocated) memory on `device`; n may be 0 (no memory).
 Node new_buffer_node(const std::string& device, DType dtype, int64_t n);
+// The same on a device already open, `name` its canonical name (TinyJit's per-call outputs: no registry lookup).
+Node new_buffer_node(Device& device, const std::string& name, DType dtype, int64_t n);
 // Another BUFFER node (a new id) over the same memory as `buffer`: graphs built on it share no node with graphs
 // built on `buffer` (the JIT's capture, so what it realizes is not what the caller's lazy tensors read).
 Node alias_buffer_node(const Node& buffer);
@@ -44,6 +48,8 @@ class CaptureSink {
   virtual ~CaptureSink() = default;
   virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) = 0;
   virtual void host_read() = 0;
+  // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is in `key`, drawn as the k-th.
+  virtual void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) = 0;
 };
 // This thread's sink (null: none). set_capture_sink returns the previous one.
 CaptureSink* capture_sink();

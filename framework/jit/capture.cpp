@@ -10,6 +10,8 @@ void Capture::record(std::shared_ptr<const Schedule> schedule, std::vector<std::
   records_.push_back(Record{std::move(schedule), std::move(bufs)});
 }
 
+void Capture::rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) { draws_.push_back(Draw{key, k}); }
+
 void Capture::host_read() {
   throw JitError(
       "TinyJit: the jitted function reads tensor data (data(), tolist(), item()) while it is captured (call 1): "

@@ -2,6 +2,7 @@
 // function runs, it keeps every realize's schedule and bound buffers, in order, instead of letting them run.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -20,11 +21,20 @@ class Capture : public CaptureSink {
   void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) override;
   // A host read cannot be captured: the replay would not read again, and nothing has run yet to read.
   [[noreturn]] void host_read() override;
+  void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) override;
+
+  // A random tensor the function built: the buffer its kernels read the key from, and which draw it was.
+  struct Draw {
+    std::shared_ptr<Buffer> key;
+    uint64_t k;
+  };
 
   const std::vector<Record>& records() const { return records_; }
+  const std::vector<Draw>& draws() const { return draws_; }
 
  private:
   std::vector<Record> records_;
+  std::vector<Draw> draws_;
 };
 
 // Installs a sink on this thread for its lifetime (and puts the previous one back).

@@ -1,15 +1,24 @@
 #include "framework/jit/replay.hpp"
 
+#include <algorithm>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "framework/engine/compile.hpp"
+#include "framework/engine/fault_context.hpp"
 #include "framework/engine/realize.hpp"
+#include "framework/engine/validate.hpp"
+#include "framework/jit/memory.hpp"
+#include "framework/jit/prune.hpp"
 #include "framework/tensor/build.hpp"
+#include "framework/tensor/rng.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/program.hpp"
 #include "hcq/registry.hpp"
 
 namespace hcq::fw {
@@ -24,8 +33,10 @@ Node base_buffer(const Tensor& t) {
 
 }  // namespace
 
-Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs)
+Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs,
+               const TinyJit::Options& options)
     : num_inputs_(inputs.size()) {
+  const bool prune = options.prune;
   // Inputs by buffer.
   std::unordered_map<const Buffer*, int> input_var;
   for (size_t k = 0; k < inputs.size(); ++k)
@@ -47,6 +58,28 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     }
   }
 
+  // Memory planning (memory.hpp): inputs and outputs stay where they are.
+  CapturedPlan plan;
+  if (options.plan_memory) {
+    std::unordered_set<const Buffer*> keep;
+    for (const Node& in : inputs)
+      if (in->payload) keep.insert(in->payload.get());
+    for (const Tensor& t : outputs)
+      if (const Node base = base_buffer(t); base->payload) keep.insert(base->payload.get());
+    plan = plan_captured_memory(capture, keep);
+    info_.planned_bytes = plan.planned_bytes;
+    info_.arena_bytes = plan.arena_bytes;
+  }
+
+  // What last wrote each buffer in the captured list (HCQ_JIT_CHECK names it).
+  std::unordered_map<const Buffer*, std::string> last_writer;
+  for (const Capture::Record& r : capture.records())
+    for (const Step& st : r.schedule->steps)
+      if (const std::shared_ptr<Buffer>& b = r.bufs[st.slots[0]])
+        last_writer[b.get()] = st.kind == Step::Kind::kernel ? hcq::cat("kernel ", st.what)
+                                                             : hcq::cat("a copy to ", st.device, " (from ",
+                                                                        r.schedule->slots[st.slots[1]].device, ")");
+
   // Outputs: one fresh buffer per distinct returned buffer. Those the capture made are bound directly; the others
   // are copied at the end.
   std::unordered_map<const NodeData*, size_t> out_index;
@@ -56,13 +89,20 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     Node base = base_buffer(t);
     auto [it, fresh] = out_index.emplace(base.get(), output_buffers_.size());
     if (fresh) {
-      output_buffers_.push_back(OutputBuffer{base->device(), base->dtype, base->i[1]});
+      output_buffers_.push_back(OutputBuffer{&open_device(base->device()), base->device(), base->dtype, base->i[1]});
       const std::shared_ptr<Buffer>& mem = base->payload;
       const int var = static_cast<int>(num_inputs_ + it->second);
       if (mem && made.count(mem.get()) && !input_var.count(mem.get())) output_var.emplace(mem.get(), var);
       else if (mem) copied_outputs.emplace_back(it->second, mem);
     }
     outputs_.push_back(Output{it->second, t.shape()});
+    const Buffer* mem = base->payload.get();
+    auto w = mem ? last_writer.find(mem) : last_writer.end();
+    writers_.push_back(w != last_writer.end() ? w->second
+                       : input_var.count(mem)
+                           ? hcq::cat("the copy of input ", input_var.at(mem), " (the function returns it)")
+                           : std::string("the copy of a tensor the function returns but did not compute here (one it "
+                                         "closes over)"));
   }
 
   auto operand = [&](const std::shared_ptr<Buffer>& b) -> Operand {
@@ -72,24 +112,80 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       return Operand{it->second, nullptr};
     }
     if (auto it = output_var.find(b.get()); it != output_var.end()) return Operand{it->second, nullptr};
+    if (auto it = plan.relocated.find(b.get()); it != plan.relocated.end()) return Operand{-1, it->second};
     return Operand{-1, b};
   };
 
+  // Pruning (prune.hpp): the steps whose results cannot change between calls run once now, not in the replay.
+  std::vector<PruneStep> prune_in;
+  std::vector<ByteRange> varying;
+  auto range = [](const Buffer& b) { return ByteRange{b.va(), b.va() + b.size()}; };
+  for (const Capture::Draw& d : capture.draws()) varying.push_back(range(*d.key));
+  for (const auto& [var, copy] : scratch) varying.push_back(range(*copy));
+  for (const Capture::Record& r : capture.records()) {
+    for (const Step& st : r.schedule->steps) {
+      PruneStep p;
+      for (size_t j = 0; j < st.slots.size(); ++j) {
+        const std::shared_ptr<Buffer>& b = r.bufs[st.slots[j]];
+        if (!b) continue;
+        const Operand op = operand(b);
+        if (op.var >= 0) p.always = true;
+        else if (j == 0) p.write = range(*op.fixed);
+        else p.reads.push_back(range(*op.fixed));
+      }
+      // A kernel writing a buffer that existed before its realize (an assign) may read it in place (x += 1).
+      if (r.schedule->slots[st.slots[0]].role == Slot::Role::param && p.write.hi > p.write.lo)
+        p.reads.push_back(p.write);
+      if (st.kind == Step::Kind::copy) {
+        const std::shared_ptr<Buffer>&dst = r.bufs[st.slots[0]], &src = r.bufs[st.slots[1]];
+        if (dst && src && &dst->device() != &src->device()) p.always = true;
+      }
+      prune_in.push_back(std::move(p));
+    }
+  }
+  validating_ = knobs::validate();
+  const std::vector<bool> prunable =
+      prune && !validating_ ? prunable_steps(prune_in, varying) : std::vector<bool>(prune_in.size());
+  std::vector<GraphCall> once;  // the pruned calls, run below
+  size_t step_index = 0;
+
   // The calls, batched.
   std::vector<GraphCall> calls;
+  std::vector<std::pair<const Device*, std::string>> kernel_names;  // the kernel calls among `calls`
   auto flush = [&] {
     if (calls.empty()) return;
-    items_.push_back(Item{std::make_unique<Graph>(std::move(calls)), {}});
+    Item item{std::make_unique<Graph>(std::move(calls)), {}, {}};
+    for (const Device* dev : item.graph->devices()) {
+      auto names = std::make_shared<std::vector<std::string>>();
+      for (const auto& [d, what] : kernel_names)
+        if (d == dev) names->push_back(what);
+      item.kernels.push_back(names->empty() ? nullptr : std::move(names));
+    }
+    items_.push_back(std::move(item));
     calls.clear();
+    kernel_names.clear();
     ++info_.graphs;
   };
   for (auto& [var, copy] : scratch) {
+    checked_.push_back(CheckedCall{nullptr, nullptr, {}, {Operand{-1, copy}, Operand{var, nullptr}}});
     calls.push_back(
         CopyCall{&copy->device(), address(Operand{-1, copy}), Sym(Var{static_cast<uint16_t>(var)}), copy->size()});
     ++info_.written_inputs;
   }
   for (const Capture::Record& r : capture.records()) {
+    size_t kernel_index = 0;  // into the schedule's kernel_asts
     for (const Step& st : r.schedule->steps) {
+      const bool pruned = prunable[step_index++];
+      if (validating_) {
+        CheckedCall c;
+        if (st.kind == Step::Kind::kernel) {
+          c.step = &st;
+          c.ast = r.schedule->kernel_asts[kernel_index++];
+          c.out = r.schedule->slots[st.slots[0]].dtype;
+        }
+        for (uint32_t slot : st.slots) c.ops.push_back(operand(r.bufs[slot]));
+        if (c.step || (r.bufs[st.slots[0]] && r.bufs[st.slots[1]])) checked_.push_back(std::move(c));
+      }
       if (st.kind == Step::Kind::kernel) {
         KernelCall call;
         call.program = st.kernel->program.get();
@@ -101,8 +197,14 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
           call.global[d] = Sym(st.global[d]);
           call.local[d] = Sym(st.local[d]);
         }
-        calls.push_back(std::move(call));
         ++info_.kernels;
+        if (pruned) {
+          once.push_back(std::move(call));
+          ++info_.pruned;
+          continue;
+        }
+        kernel_names.emplace_back(&call.program->device(), st.what);
+        calls.push_back(std::move(call));
         continue;
       }
       ++info_.copies;
@@ -110,18 +212,39 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       const std::shared_ptr<Buffer>& src = r.bufs[st.slots[1]];
       if (!dst || !src) continue;  // nothing to move
       if (&dst->device() == &src->device()) {
-        calls.push_back(CopyCall{&dst->device(), address(operand(dst)), address(operand(src)), dst->size()});
+        (pruned ? once : calls)
+            .push_back(CopyCall{&dst->device(), address(operand(dst)), address(operand(src)), dst->size()});
         continue;
       }
       flush();
-      items_.push_back(Item{nullptr, HostCopy{operand(dst), operand(src)}});
+      items_.push_back(Item{nullptr, HostCopy{operand(dst), operand(src)}, {}});
       ++info_.host_copies;
     }
   }
-  for (auto& [index, src] : copied_outputs)
+  for (auto& [index, src] : copied_outputs) {
+    checked_.push_back(
+        CheckedCall{nullptr, nullptr, {}, {Operand{static_cast<int>(num_inputs_ + index), nullptr}, operand(src)}});
     calls.push_back(CopyCall{&src->device(), Sym(Var{static_cast<uint16_t>(num_inputs_ + index)}),
                              address(operand(src)), src->size()});
+  }
   flush();
+
+  if (!once.empty()) {  // after all work submitted so far (what they read was realized before or by the capture)
+    Graph graph(std::move(once));
+    explaining_faults(*graph.devices().front(), [&] {
+      graph.replay({});
+      graph.wait();
+    });
+  }
+
+  if (!capture.draws().empty()) {
+    const uint64_t first = capture.draws().front().k;
+    for (const Capture::Draw& d : capture.draws()) {
+      draws_.push_back(Draw{d.key, d.k - first});
+      num_draws_ = std::max(num_draws_, d.k - first + 1);
+    }
+    info_.random_draws = num_draws_;
+  }
 
   vars_.assign(num_inputs_ + output_buffers_.size(), 0);
   var_bufs_.assign(vars_.size(), nullptr);
@@ -141,22 +264,58 @@ Sym Replay::address(const Operand& op) {
   return Sym(op.fixed->va());
 }
 
+void Replay::run_checked() {
+  for (const CheckedCall& c : checked_) {
+    std::vector<Buffer*> bufs;
+    for (const Operand& op : c.ops) bufs.push_back(resolve(op));
+    if (!c.step) {
+      if (bufs[0] && bufs[1]) copy_buffers(*bufs[0], *bufs[1]);
+      continue;
+    }
+    if (validates(*c.step)) {
+      run_validated(*c.step, c.ast, c.out, bufs);
+      continue;
+    }
+    std::vector<uint64_t> addrs;
+    for (Buffer* b : bufs) addrs.push_back(b ? b->va() : 0);
+    const Program& prog = *c.step->kernel->program;
+    explaining_faults(prog.device(), [&] { prog(addrs, {}, c.step->global, c.step->local, true); });
+  }
+}
+
 Buffer* Replay::resolve(const Operand& op) const { return op.var >= 0 ? var_bufs_[op.var] : op.fixed.get(); }
 
-std::vector<Tensor> Replay::run(const std::vector<Node>& inputs) {
+std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
+  if (draw && num_draws_ > 0) {
+    // Each copyin is ordered after the previous replay on the key's device (its kernels read the old key).
+    const uint64_t seed = rng_seed(), base = rng_take(num_draws_);
+    for (const Draw& d : draws_) {
+      const uint32_t key = rng_key(seed, base + d.offset);
+      d.key->copyin(std::span<const uint32_t>(&key, 1));
+    }
+  }
   for (size_t k = 0; k < num_inputs_; ++k) {
     var_bufs_[k] = inputs[k]->payload.get();
     vars_[k] = var_bufs_[k] ? var_bufs_[k]->va() : 0;
   }
   for (size_t k = 0; k < output_buffers_.size(); ++k) {
     const OutputBuffer& o = output_buffers_[k];
-    call_outputs_[k] = new_buffer_node(o.device, o.dtype, o.numel);
+    call_outputs_[k] = new_buffer_node(*o.dev, o.device, o.dtype, o.numel);
     var_bufs_[num_inputs_ + k] = call_outputs_[k]->payload.get();
     vars_[num_inputs_ + k] = var_bufs_[num_inputs_ + k] ? var_bufs_[num_inputs_ + k]->va() : 0;
   }
-  for (Item& it : items_) {
-    if (it.graph) it.graph->replay(vars_);
-    else copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
+  if (validating_) {
+    run_checked();
+  } else {
+    for (Item& it : items_) {
+      if (!it.graph) {
+        copy_buffers(*resolve(it.copy.dst), *resolve(it.copy.src));
+        continue;
+      }
+      const std::span<const Completion> done = it.graph->replay(vars_);
+      for (size_t d = 0; d < done.size(); ++d)
+        if (it.kernels[d]) remember_submission(done[d], it.kernels[d]);
+    }
   }
   std::vector<Tensor> out;
   out.reserve(outputs_.size());

@@ -27,14 +27,24 @@ namespace hcq::fw {
 class Replay {
  public:
   // `inputs`: the BUFFER nodes of the capture call's inputs; `outputs`: what the function returned, realised.
-  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs);
+  // options.prune: the steps prune.hpp finds constant run once here and are left out of the replay;
+  // options.plan_memory: the intermediates are placed in one arena per device (memory.hpp).
+  Replay(const Capture& capture, const std::vector<Node>& inputs, const std::vector<Tensor>& outputs,
+         const TinyJit::Options& options);
   ~Replay();
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
   // One call: binds the inputs (BUFFER nodes of the signature the capture had), replays, and returns fresh outputs.
-  // Returns without waiting for the devices.
-  std::vector<Tensor> run(const std::vector<Node>& inputs);
+  // Returns without waiting for the devices. `draw`: the call takes its own random draws (the capture's first
+  // replay does not: the capture took them and wrote their keys).
+  std::vector<Tensor> run(const std::vector<Node>& inputs, bool draw = true);
+
+  // Per output of the function: what writes it in the replay ("kernel <name (tensor op)>", or the copy), for
+  // HCQ_JIT_CHECK's message.
+  const std::vector<std::string>& writers() const { return writers_; }
+  // The random draws one call takes (framework/tensor/rng.hpp).
+  uint64_t num_draws() const { return num_draws_; }
 
   // kernels, copies, graphs, host_copies, written_inputs (calls is the TinyJit's).
   TinyJit::Info info() const { return info_; }
@@ -51,8 +61,13 @@ class Replay {
   struct Item {
     std::unique_ptr<Graph> graph;  // or, when null, a copy across devices
     HostCopy copy;
+    // Per device of the graph (graph->devices() order): its kernels, "name (tensor op)", in order; remembered with
+    // each replay's completion so that a fault names them as it would after an eager launch
+    // (framework/engine/fault_context.hpp). Null where the device runs no kernel of the graph.
+    std::vector<std::shared_ptr<const std::vector<std::string>>> kernels;
   };
   struct OutputBuffer {
+    Device* dev;  // opened once, at capture
     std::string device;
     DType dtype;
     int64_t numel;
@@ -77,6 +92,27 @@ class Replay {
   std::vector<uint64_t> vars_;      // per variable, this call's address
   std::vector<Buffer*> var_bufs_;   // per variable, this call's buffer (host copies)
   std::vector<Node> call_outputs_;  // this call's fresh output BUFFER nodes
+  // Random tensors (framework/tensor/rng.hpp): each replay takes as many draws as the captured call took and
+  // writes each key buffer the key the eager call would have drawn in its place (its offset from the first).
+  struct Draw {
+    std::shared_ptr<Buffer> key;
+    uint64_t offset;
+  };
+  std::vector<Draw> draws_;
+  uint64_t num_draws_ = 0;
+  std::vector<std::string> writers_;
+  // HCQ_VALIDATE at capture (framework/engine/validate.hpp): each replay runs the calls one by one, every kernel off
+  // the CPU device cross-checked on the CPU device, instead of replaying the graphs. A kernel (`step` set) or a
+  // copy ({dst, src}).
+  struct CheckedCall {
+    const Step* step = nullptr;  // in one of schedules_
+    Node ast;
+    DType out = DType::float32;
+    std::vector<Operand> ops;
+  };
+  bool validating_ = false;
+  std::vector<CheckedCall> checked_;
+  void run_checked();
   TinyJit::Info info_;
 };
 

@@ -6,10 +6,13 @@
 
 #include "framework/engine/realize.hpp"
 #include "framework/jit/capture.hpp"
+#include "framework/jit/check.hpp"
 #include "framework/jit/replay.hpp"
 #include "framework/jit/signature.hpp"
 #include "framework/tensor/build.hpp"
+#include "framework/tensor/rng.hpp"
 #include "hcq/buffer.hpp"
+#include "hcq/knobs.hpp"
 
 namespace hcq {
 
@@ -64,18 +67,38 @@ std::vector<Tensor> function_inputs(const std::vector<Tensor>& inputs, const std
   return out;
 }
 
+// HCQ_JIT_CHECK: the function run eagerly on copies of the inputs, on the draws the replay just took, and its
+// outputs compared with the replay's.
+void check_against_eager(const TinyJit::Function& fn, const std::vector<Tensor>& inputs, const std::vector<Node>& bufs,
+                         const Replay& replay, const std::vector<Tensor>& replayed, size_t call) {
+  const uint64_t after = rng_counter();
+  set_rng_counter(after - replay.num_draws());
+  std::vector<Tensor> eager;
+  try {
+    eager = run_function(fn, function_inputs(inputs, bufs, true));
+  } catch (...) {
+    set_rng_counter(after);
+    throw;
+  }
+  set_rng_counter(after);
+  check_replay(call, replayed, eager, replay.writers());
+}
+
 }  // namespace
 
 struct TinyJit::Impl {
   Function fn;
+  Options options;
   size_t calls = 0;
   InputSignature signature;
   std::unique_ptr<Replay> replay;
+  size_t checks_left = 0;  // HCQ_JIT_CHECK: replays still to compare with an eager run
 };
 
-TinyJit::TinyJit(Function fn) : impl_(std::make_unique<Impl>()) {
+TinyJit::TinyJit(Function fn, Options options) : impl_(std::make_unique<Impl>()) {
   if (!fn) throw InvalidArgument("TinyJit: the function is empty");
   impl_->fn = std::move(fn);
+  impl_->options = options;
 }
 TinyJit::~TinyJit() = default;
 TinyJit::TinyJit(TinyJit&&) noexcept = default;
@@ -88,6 +111,11 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
     std::vector<Node> bufs = input_buffers(inputs);
     m.signature.check(inputs);
     std::vector<Tensor> out = m.replay->run(bufs);
+    if (m.checks_left > 0) {
+      --m.checks_left;
+      Running running;
+      check_against_eager(m.fn, inputs, bufs, *m.replay, out, m.calls);
+    }
     ++m.calls;
     return out;
   }
@@ -107,10 +135,22 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
     CaptureScope scope(capture);
     captured = run_function(m.fn, function_inputs(inputs, bufs, false));
   }
-  auto replay = std::make_unique<Replay>(capture, bufs, captured);
+  // The outputs as their buffers only: their lazy graphs (and through them the intermediates they were computed
+  // from) go now, so that memory planning finds those intermediates held by nothing but the capture.
+  for (Tensor& t : captured) {
+    Node n = t.node();
+    while (Node done = n->realized()) n = done;
+    t = Tensor(n);
+  }
+  auto replay = std::make_unique<Replay>(capture, bufs, captured, m.options);
   captured.clear();
-  std::vector<Tensor> out = replay->run(bufs);
+  std::vector<Tensor> out = replay->run(bufs, false);
   m.replay = std::move(replay);
+  m.checks_left = knobs::jit_check() ? kJitCheckedReplays : 0;
+  if (m.checks_left > 0) {
+    --m.checks_left;
+    check_against_eager(m.fn, inputs, bufs, *m.replay, out, m.calls);
+  }
   ++m.calls;
   return out;
 }

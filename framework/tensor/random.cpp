@@ -1,11 +1,18 @@
 // Counter-based random numbers: element i of the k-th random tensor since manual_seed(s) is a hash of (s, k, i),
 // computed inside the kernel with 32-bit integer ops, so it is the same on every device and under any fusion.
+// The per-tensor key (from s and k) is read from a one-element buffer rather than baked into the kernel as a
+// constant: every random tensor of a shape is then the same kernel (a schedule-cache hit, nothing new to compile),
+// and a TinyJit replay draws new numbers by writing new keys into the captured buffers (framework/tensor/rng.hpp).
 #include <atomic>
 #include <cmath>
 #include <numbers>
+#include <span>
 
+#include "framework/engine/realize.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/tensor/build.hpp"
+#include "framework/tensor/rng.hpp"
+#include "hcq/buffer.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
@@ -28,11 +35,18 @@ uint32_t mix64to32(uint64_t x) {
 // The murmur3 finaliser over (index * golden ratio + key): 32 well-mixed bits per element.
 Node random_bits(int64_t n, const std::string& dev) {
   const uint64_t k = g_counter.fetch_add(1);
-  const uint32_t key = mix64to32(g_seed.load() * 0x9e3779b97f4a7c15ull + k);
+  const uint32_t key = rng_key(g_seed.load(), k);
   const Shape s{n};
   auto c = [&](uint32_t v) { return t_full(s, static_cast<int64_t>(v), DType::uint32, dev); };
+  Node key_node = c(key);  // no elements: nothing reads the key
+  if (n > 0) {
+    Node key_buf = new_buffer_node(dev, DType::uint32, 1);
+    key_buf->payload->copyin(std::span<const uint32_t>(&key, 1));
+    if (CaptureSink* capture = capture_sink()) capture->rng_draw(key_buf->payload, k);
+    key_node = t_expand(key_buf, s);
+  }
   Node h = t_alu(Op::ADD, DType::uint32,
-                 {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), c(key)});
+                 {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), key_node});
   h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(16)})});
   h = t_alu(Op::MUL, DType::uint32, {h, c(0x85ebca6bu)});
   h = t_alu(Op::XOR, DType::uint32, {h, t_alu(Op::SHR, DType::uint32, {h, c(13)})});
@@ -57,6 +71,14 @@ Tensor unit_uniform(const Shape& shape, const std::string& device, DType dtype =
 }
 
 }  // namespace
+
+namespace fw {
+uint32_t rng_key(uint64_t seed, uint64_t k) { return mix64to32(seed * 0x9e3779b97f4a7c15ull + k); }
+uint64_t rng_seed() { return g_seed.load(); }
+uint64_t rng_take(uint64_t n) { return g_counter.fetch_add(n); }
+uint64_t rng_counter() { return g_counter.load(); }
+void set_rng_counter(uint64_t k) { g_counter = k; }
+}  // namespace fw
 
 void Tensor::manual_seed(uint64_t seed) {
   g_seed = seed;

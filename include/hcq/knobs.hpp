@@ -54,6 +54,12 @@ unsigned bundle_max();
 int debug();
 // HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup). 0 or 1.
 bool noopt();
+// HCQ_JIT_CHECK=1: a TinyJit's first replays (framework/jit/check.hpp) also run the function eagerly and compare every
+// output bit for bit; a difference is a JitError. 0 or 1. Read at each capture (a TinyJit's call 1).
+bool jit_check();
+// HCQ_VALIDATE=1: every framework kernel run off the CPU device is run again on the CPU device and compared
+// (framework/engine/validate.hpp); a difference is a ValidationError. 0 or 1. Read at each realize and capture.
+bool validate();
 // HCQ_SIM_L2=0: the simulated GPUs keep no L2 model (a kernel's writes go straight to memory), to tell a missing cache
 // writeback from other bugs. 0 or 1, default 1. Read when a simulated GPU opens.
 bool sim_l2();

@@ -9,8 +9,9 @@ import sys
 
 DEVICES = ["CPU", "SIM-AMD:gfx1100", "SIM-NV:hopper"]
 FRAMEWORK_KEYS = {"eager_op_us", "schedule_us", "ewise_gbps", "ewise_loop_gbps", "matmul_gflops", "openblas_gflops",
-                  "compile_ms"}
+                  "compile_ms", "jit"}
 COMPILE_KEYS = {"cold", "cached", "cold_serial", "parallel_speedup", "kernels"}
+JIT_KEYS = {"per_kernel_ns", "fixed_us", "eager_per_kernel_ns"}
 
 def check(cond, what):
     if not cond:
@@ -75,6 +76,13 @@ def check_framework_json(device, f):
     check(c["cached"] < c["cold"], f"{device}: compile_ms cached {c['cached']} not below cold {c['cold']}")
     check(abs(c["parallel_speedup"] - c["cold_serial"] / c["cold"]) <= 1e-3 * c["parallel_speedup"],
           f"{device}: compile_ms parallel_speedup {c}")
+    j = f["jit"]
+    check(set(j) == JIT_KEYS, f"{device}: jit keys {sorted(j)}")
+    # A replay's fixed cost and a kernel launched eagerly are positive; a replayed kernel's slope is a fit (noise may
+    # tilt it slightly below zero), but it is far below an eager kernel's.
+    check(positive(j["fixed_us"]) and positive(j["eager_per_kernel_ns"]) and math.isfinite(j["per_kernel_ns"]),
+          f"{device}: jit {j}")
+    check(j["per_kernel_ns"] < j["eager_per_kernel_ns"], f"{device}: jit per kernel not below eager: {j}")
 
 
 def check_table(hcq, device, copy_target):
@@ -83,14 +91,15 @@ def check_table(hcq, device, copy_target):
     check(len(rows) == 3, f"{device}: three copy rows in the table, got {rows}")
     for row in rows:
         check(f">= {copy_target}% memcpy" in row, f"{device}: copy target {copy_target}% in {row!r}")
-    fw_rows = {" ".join(line.split()[2:4]) if line.split()[2] == "compile_ms" else line.split()[2]: line
+    fw_rows = {" ".join(line.split()[2:4]) if line.split()[2] in ("compile_ms", "jit") else line.split()[2]: line
                for line in table if line.split()[1:2] == ["fw"]}
     # Each framework figure beside its target (met or not: the test checks what is reported, not the speed), or
     # beside its yardstick.
     targets = {"eager_op_us": "<= 10 us", "schedule_us": "<= ", "ewise_gbps": ">= 90% loop",
                "ewise_loop_gbps": "(yardstick)", "matmul_gflops": "(no target)", "openblas_gflops": "(yardstick)",
                "compile_ms cold": "(per kernel)", "compile_ms cold_serial": "(per kernel)",
-               "compile_ms cached": "(per kernel)"}
+               "compile_ms cached": "(per kernel)", "jit fixed_us": "<= 2 us", "jit per_kernel_ns": "<= 50 ns",
+               "jit eager_per_kernel_ns": "(yardstick)"}
     check(set(fw_rows) == set(targets), f"{device}: framework rows {sorted(fw_rows)}")
     for metric, target in targets.items():
         check(target in fw_rows[metric], f"{device}: {metric} target {target!r} in {fw_rows[metric]!r}")

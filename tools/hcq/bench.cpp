@@ -73,6 +73,10 @@ constexpr const char* kBenchHelp =
     "                                cold_serial (20 new kernels, one realize each), parallel_speedup\n"
     "                                (cold_serial / cold), kernels (20); loading included; with\n"
     "                                HCQ_ASSERT_COMPILE=1 null, and \"unavailable\" says why\n"
+    "               jit              {per_kernel_ns, fixed_us, eager_per_kernel_ns}: host time of one TinyJit\n"
+    "                                call (a replay) of N independent kernels x + k on 16 floats, N = 1, 10,\n"
+    "                                100 (median of 200 each), fitted as fixed_us + N * per_kernel_ns; beside\n"
+    "                                it the slope of the same function called eagerly, in the same rounds\n"
     "               The same on every GPU; a simulated GPU's ewise is on 4M floats and its matmul 256^3 (host\n"
     "               twins run its kernels). A build without the framework reports \"unavailable\" and nulls.\n"
     "Each number is printed beside its target and whether it is met.\n"
@@ -111,6 +115,9 @@ constexpr double kEagerOpTargetUs = 10.0;
 constexpr double kScheduleMissTargetUs = 1000.0;
 constexpr double kScheduleHitTargetUs = 20.0;
 constexpr double kEwiseToLoopTarget = 0.90;
+// TinyJit's budget (issue 20): host time of one call (a replay) of a function of N small kernels, fixed + per kernel.
+constexpr double kJitFixedTargetUs = 2.0;
+constexpr double kJitPerKernelTargetNs = 50.0;
 
 struct Config {
   int launch_warmup = 500;
@@ -424,6 +431,12 @@ void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f) {
       .field("kernels", static_cast<uint64_t>(f.compile_kernels));
   if (!f.compile_unavailable.empty()) w.field("unavailable", f.compile_unavailable);
   w.end_object();
+  w.key("jit")
+      .begin_object()
+      .field("per_kernel_ns", f.jit_per_kernel_ns)
+      .field("fixed_us", f.jit_fixed_us)
+      .field("eager_per_kernel_ns", f.jit_eager_per_kernel_ns)
+      .end_object();
   if (!f.unavailable.empty()) w.field("unavailable", f.unavailable);
   w.end_object();
 }
@@ -514,6 +527,11 @@ void print_framework_rows(const DeviceResult& r) {
   if (std::isfinite(blas_ratio)) matmul_shown += " (" + fixed(blas_ratio * 100, 1) + "% BLAS)";
   print_row(r, ("fw matmul_gflops " + n).c_str(), matmul_shown, "(no target)");
   print_row(r, ("fw openblas_gflops " + n).c_str(), fixed(f.openblas_gflops, 1), "(yardstick)");
+  print_row(r, "fw jit fixed_us", fixed(f.jit_fixed_us, 2), "<= 2 us",
+            met(f.jit_fixed_us, f.jit_fixed_us <= kJitFixedTargetUs));
+  print_row(r, "fw jit per_kernel_ns", fixed(f.jit_per_kernel_ns, 1), "<= 50 ns",
+            met(f.jit_per_kernel_ns, f.jit_per_kernel_ns <= kJitPerKernelTargetNs));
+  print_row(r, "fw jit eager_per_kernel_ns", fixed(f.jit_eager_per_kernel_ns, 1), "(yardstick)");
   const double speedup = f.compile_cold_serial_ms / f.compile_cold_ms;
   std::string cold_shown = fixed(f.compile_cold_ms, 1);
   if (std::isfinite(speedup)) cold_shown += " (" + fixed(speedup, 2) + "x serial)";

@@ -26,6 +26,7 @@
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/hw_queue.hpp"
+#include "hcq/jit.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/program.hpp"
 #include "stats.hpp"
@@ -292,6 +293,91 @@ void measure_compile(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenc
   if (!cfg.self_exe.empty()) r.compile_cached_ms = cached_probe_ms(dev, cfg, nonce) / n;
 }
 
+// The function the jit figure calls: n independent kernels x + k (k = 1..n), realized in one schedule inside, the
+// last returned (the others are intermediates the JIT keeps).
+std::vector<Tensor> n_kernels(const std::vector<Tensor>& in, int n) {
+  std::vector<Tensor> t;
+  for (int k = 1; k <= n; ++k) t.push_back(in[0] + static_cast<float>(k));
+  Tensor::realize(t);
+  return {t.back()};
+}
+
+// Least-squares line through (x, y): {intercept, slope}.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  double mean_x = 0, mean_y = 0;
+  for (size_t k = 0; k < x.size(); ++k) {
+    mean_x += x[k];
+    mean_y += y[k];
+  }
+  mean_x /= static_cast<double>(x.size());
+  mean_y /= static_cast<double>(y.size());
+  double sxy = 0, sxx = 0;
+  for (size_t k = 0; k < x.size(); ++k) {
+    sxy += (x[k] - mean_x) * (y[k] - mean_y);
+    sxx += (x[k] - mean_x) * (x[k] - mean_x);
+  }
+  const double slope = sxy / sxx;
+  return {mean_y - slope * mean_x, slope};
+}
+
+// TinyJit's host time per call (calls 2+, replays) against the same function called eagerly, per size N, in
+// interleaved rounds (a slow spell of the shared machine lands on every size and on both alike); the device is
+// waited for before each timed call, outside the clock.
+void measure_jit(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
+  const std::vector<int>& sizes = cfg.jit_sizes;
+  if (sizes.size() < 2 || std::ranges::count(sizes, sizes.front()) == std::ssize(sizes) ||
+      std::ranges::min(sizes) < 1 || cfg.jit_runs < 1 || cfg.jit_rounds < 1)
+    throw InvalidArgument("jit bench: at least two different sizes >= 1, runs and rounds >= 1");
+  const Tensor x = Tensor::zeros({16}, dtypes::float32, dev.name()).realize();
+  struct Case {
+    int n;
+    std::unique_ptr<TinyJit> jit;
+    std::vector<double> jit_us, eager_us;
+  };
+  std::vector<Case> cases;
+  for (int n : sizes)
+    cases.push_back(
+        Case{n, std::make_unique<TinyJit>([n](const std::vector<Tensor>& in) { return n_kernels(in, n); }), {}, {}});
+  // Untimed: compiled, scheduled, captured (calls 0 and 1), the schedules cached, buffers in the allocator's cache.
+  for (Case& c : cases)
+    for (int i = 0; i < 5; ++i) {
+      (void)(*c.jit)({x});
+      (void)n_kernels({x}, c.n);
+    }
+  dev.synchronize();
+  auto timed = [&](std::vector<double>& samples, auto&& call) {
+    dev.synchronize();
+    const auto t0 = Clock::now();
+    std::vector<Tensor> out = call();
+    samples.push_back(elapsed_us(t0, Clock::now()));
+    return out;
+  };
+  const int rounds = std::min(cfg.jit_rounds, cfg.jit_runs);
+  for (int round = 0; round < rounds; ++round) {
+    const int count = cfg.jit_runs / rounds + (round < cfg.jit_runs % rounds ? 1 : 0);
+    for (Case& c : cases)
+      for (int i = 0; i < count; ++i) {
+        std::vector<Tensor> replayed = timed(c.jit_us, [&] { return (*c.jit)({x}); });
+        std::vector<Tensor> eager = timed(c.eager_us, [&] { return n_kernels({x}, c.n); });
+        if (round == 0 && i == 0) {  // both computed x + n, every element n
+          for (float v : replayed[0].data<float>()) check_close(v, c.n, 0, cat("jit of ", c.n, " kernels"));
+          for (float v : eager[0].data<float>()) check_close(v, c.n, 0, cat("eager ", c.n, " kernels"));
+        }
+      }
+  }
+  dev.synchronize();
+  std::vector<double> ns, jit_us, eager_us;
+  for (const Case& c : cases) {
+    ns.push_back(c.n);
+    jit_us.push_back(median(c.jit_us));
+    eager_us.push_back(median(c.eager_us));
+  }
+  const auto [fixed_us, per_kernel_us] = fit_line(ns, jit_us);
+  r.jit_fixed_us = fixed_us;
+  r.jit_per_kernel_ns = per_kernel_us * 1e3;
+  r.jit_eager_per_kernel_ns = fit_line(ns, eager_us).second * 1e3;
+}
+
 template <class Fn>
 void attempt(std::vector<std::string>& errors, const char* what, Fn&& measure) {
   try {
@@ -403,6 +489,7 @@ FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& 
   attempt(errors, "ewise_gbps", [&] { measure_ewise(dev, cfg, r); });
   attempt(errors, "matmul_gflops", [&] { measure_matmul(dev, cfg, r); });
   attempt(errors, "compile_ms", [&] { measure_compile(dev, cfg, r); });
+  attempt(errors, "jit", [&] { measure_jit(dev, cfg, r); });
   return r;
 }
 

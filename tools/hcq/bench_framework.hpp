@@ -13,6 +13,11 @@
 //                    disk cache serves; beside `cold_serial`, the same number of new kernels one realize each, and
 //                    `parallel_speedup` = cold_serial / cold. Loading (and on a simulated GPU, building the host
 //                    twin) is part of each figure, as a realize pays it.
+//   jit              host time of one call of a TinyJit (a replay) of a function of N independent small kernels
+//                    (x + k on 16 floats, k = 1..N, realized inside; the last returned), N = 1, 10, 100, the device
+//                    idle at each call: a least-squares line through the per-N medians, fixed_us + N *
+//                    per_kernel_ns; beside eager_per_kernel_ns, the slope of the same line for the same function
+//                    called directly (its outputs realized), in interleaved rounds with the replays.
 // On a GPU (simulated or real) the same figures; a simulated GPU measures ewise on 4M floats and matmul at 256^3
 // (for_simulated()): its kernels run as host twins on the CPU.
 // The pieces the Google Benchmark twins (benchmarks/framework_bench.cpp) time are declared here too.
@@ -46,7 +51,10 @@ struct FrameworkBenchConfig {
   int64_t matmul_n = 1024;
   int matmul_runs = 3;  // the generated kernel takes about a second at 1024 on two cores
   int sgemm_runs = 11;
-  int compile_kernels = 20;  // distinct kernels in the cold realize (and as many in the serial one)
+  int compile_kernels = 20;                // distinct kernels in the cold realize (and as many in the serial one)
+  std::vector<int> jit_sizes{1, 10, 100};  // kernels per jitted function; at least two different sizes
+  int jit_runs = 200;                      // timed calls per size, jitted and eager each
+  int jit_rounds = 10;                     // the runs split into rounds, each calling every size in turn
   // How to start the cached probe: this program's path; empty: compile_ms.cached is not measured.
   std::string self_exe = "/proc/self/exe";
 
@@ -60,6 +68,8 @@ struct FrameworkBenchConfig {
     c.matmul_n = 256;
     c.matmul_runs = 3;
     c.sgemm_runs = 5;
+    c.jit_runs = 40;
+    c.jit_rounds = 4;
     return c;
   }
   // The sizes a simulated GPU measures at (its kernels are host twins): ewise and matmul no larger than quick()'s.
@@ -85,7 +95,8 @@ struct FrameworkBenchResult {
   double compile_cold_ms = kNotMeasured, compile_cached_ms = kNotMeasured, compile_cold_serial_ms = kNotMeasured;
   size_t compile_kernels = 0;
   std::string compile_unavailable;  // non-empty: compile_ms not measured, and why (not an error)
-  std::string unavailable;          // non-empty: the framework does not run on this device (or in this build), and why
+  double jit_per_kernel_ns = kNotMeasured, jit_fixed_us = kNotMeasured, jit_eager_per_kernel_ns = kNotMeasured;
+  std::string unavailable;  // non-empty: the framework does not run on this device (or in this build), and why
 };
 
 // Every framework figure on `dev`; each failed measurement leaves its figures NaN and appends

@@ -1,0 +1,27 @@
+// HCQ_VALIDATE=1 (seed chapter 05's CPU cross-validation; docs/knobs.md): every kernel the engine runs on a device
+// other than the CPU device, eagerly or in a TinyJit replay, is run alone and waited for, and a second time on the
+// CPU device on copies of the buffers it got (taken before it ran); the first output element that differs beyond
+// its dtype's tolerance is a ValidationError naming the kernel, its tensor op, the element and both values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "framework/ir/node.hpp"
+#include "framework/schedule/schedule.hpp"
+
+namespace hcq {
+class Buffer;
+}
+
+namespace hcq::fw {
+
+// Whether `step` (a kernel step) is one HCQ_VALIDATE cross-checks: the knob is on and it runs off the CPU device.
+bool validates(const Step& step);
+
+// Runs kernel step `step` (its AST `ast`, output dtype `out`) on `bufs` (per argument; null for an empty one) as
+// described above. Waits for the step's device first (the inputs must be computed) and after. Throws
+// ValidationError at a difference; the device's own errors propagate.
+void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffer* const> bufs);
+
+}  // namespace hcq::fw
