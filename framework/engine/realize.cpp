@@ -173,13 +173,23 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   std::vector<Node> result(roots.size());
   for (size_t k = 0; k < roots.size(); ++k) {
     Node r = roots[k];
+    bool computed_before = false;  // by an earlier realize, for another tensor
     for (;;) {
-      if (Node done = r->realized()) r = done;
-      else if (r->op == Op::DETACH) r = r->src[0];
-      else break;
+      if (Node done = r->realized()) {
+        r = done;
+        computed_before = true;
+      } else if (r->op == Op::DETACH) {
+        r = r->src[0];
+      } else {
+        break;
+      }
     }
-    if (is_buffer_view(r)) result[k] = r;
-    else todo.push_back(r);
+    if (is_buffer_view(r)) {
+      result[k] = r;
+      if (computed_before) buffer_of(r)->mark_shared_by_tensors();
+    } else {
+      todo.push_back(r);
+    }
   }
   if (todo.empty()) return result;
 
@@ -281,11 +291,13 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
                  std::chrono::duration<double, std::micro>(t2 - t1).count());
   }
 
-  // Each root now reads its slot's buffer.
+  // Each root now reads its slot's buffer; a slot that two roots share (equal expressions) is marked shared.
+  std::vector<uint8_t> slot_taken(s.slots.size(), 0);
   for (size_t k = 0, t = 0; k < roots.size(); ++k) {
     if (result[k]) continue;
     const Node& root = todo[t];
     const uint32_t slot = s.root_slots[t++];
+    if (slot_taken[slot]++) slot_nodes[slot]->mark_shared_by_tensors();
     Node view = t_reshape(slot_nodes[slot], root->shape);
     // The root's node now stands for this value, until an assign overwrites the buffer it was stored in or any
     // buffer it was computed from (each of the call's inputs, to be safe): a node made after such an assign must

@@ -3,6 +3,7 @@
 // shared (Node = shared_ptr); the intern table holds them weakly, so a graph nobody uses is freed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,11 @@ struct NodeData {
   void add_realized_from(const Node& lazy) const;
   void unlink_realized_from() const;
 
+  // BUFFER only: whether realize handed this buffer to more than one tensor (equal lazy expressions are one node,
+  // computed once). An assign to one of them then writes a buffer of its own, so the others keep their value.
+  bool shared_by_tensors() const { return shared_by_tensors_.load(std::memory_order_relaxed); }
+  void mark_shared_by_tensors() const { shared_by_tensors_.store(true, std::memory_order_relaxed); }
+
   const std::string& device() const;  // tensor level: the device of the value
   bool is_const(double v) const;      // a CONST of this value
   double const_value() const;         // CONST: the value as a double
@@ -61,6 +67,7 @@ struct NodeData {
   mutable std::mutex realized_mu_;
   mutable Node realized_;
   mutable std::vector<std::weak_ptr<const NodeData>> realized_from_;
+  mutable std::atomic<bool> shared_by_tensors_{false};
   friend Node make_node(Op, DType, std::vector<Node>, std::vector<int64_t>, double, std::string,
                         std::shared_ptr<Buffer>);
 };

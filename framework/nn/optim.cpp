@@ -7,8 +7,7 @@
 namespace hcq::optim {
 
 namespace {
-// A buffer of its own holding v. (Not zeros(...).contiguous().realize(): equal lazy expressions are one node, and
-// realizing it twice gives the same buffer, so two states made that way would be one.)
+// A buffer of its own holding v, for optimiser state.
 Tensor filled_buffer(const Shape& shape, double v, DType dtype, const std::string& device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   t.assign(Tensor::full(shape, v, dtype, device)).realize();

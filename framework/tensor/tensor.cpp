@@ -150,8 +150,16 @@ Tensor& Tensor::assign(const Tensor& o) {
   Node value = t_cast(t_broadcast(o.node(), shape(), "assign"), dtype());
   if (value->device() != device())
     throw InvalidArgument(hcq::cat("assign: the value is on ", value->device(), ", the target on ", device()));
-  // Lazy tensors realized into this buffer earlier must not read the new contents as their value.
   const Node& buf = (*base)->op == Op::RESHAPE ? (*base)->src[0] : *base;
+  if (buf->shared_by_tensors() && base == &target) {
+    // Other tensors hold this buffer as their value too (realized from an equal expression): this one gets a
+    // buffer of its own for the new value, and the shared one is left as it is.
+    Node own = t_reshape(new_buffer_node(buf->s, dtype(), numel()), shape());
+    impl_->node = make_node(Op::ASSIGN, dtype(), {own, value});
+    impl_->computed_from.reset();
+    return *this;
+  }
+  // Lazy tensors realized into this buffer earlier must not read the new contents as their value.
   buf->unlink_realized_from();
   impl_->node = make_node(Op::ASSIGN, dtype(), {target, value});
   impl_->computed_from.reset();

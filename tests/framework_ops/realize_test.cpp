@@ -80,6 +80,26 @@ TEST(TensorOpsRealize, AssignAfterRealizeKeepsEarlierResults) {
   EXPECT_TRUE(matches(t * 2, I32, ref::map(plus(x, 10), [](double v) { return 2 * v; }), kExact));
 }
 
+// Equal expressions are one node, computed once: two tensors realized from them hold one buffer. An assign to one
+// must not change the other (two accumulators made the same way are two accumulators).
+TEST(TensorOpsRealize, TensorsRealizedFromEqualExpressionsStaySeparateUnderAssign) {
+  Tensor a = Tensor::zeros({4}, I32).contiguous();
+  a.realize();
+  Tensor b = Tensor::zeros({4}, I32).contiguous();
+  b.realize();
+  a.assign(a + 1).realize();
+  b.assign(b + 5).realize();
+  a.assign(a + 1).realize();
+  EXPECT_EQ(a.data<int32_t>(), (std::vector<int32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(b.data<int32_t>(), (std::vector<int32_t>{5, 5, 5, 5}));
+
+  Tensor c = Tensor::full({3}, 7, I32).contiguous(), d = Tensor::full({3}, 7, I32).contiguous();
+  Tensor::realize({c, d});  // one realize, one slot for both
+  d.assign(d * 2).realize();
+  EXPECT_EQ(c.data<int32_t>(), (std::vector<int32_t>{7, 7, 7}));
+  EXPECT_EQ(d.data<int32_t>(), (std::vector<int32_t>{14, 14, 14}));
+}
+
 TEST(TensorOpsRealize, ReadsOfTheOldValueScheduledWithTheAssignComeFirst) {
   const ref::Array x = random_array({5, 7}, I32, {-100, 100}, 307);
   Tensor t = to_tensor(x, I32);
