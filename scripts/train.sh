@@ -9,14 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/setup.sh
 
-# The same options as scripts/bench.sh and the release step of scripts/test.sh: switching never rebuilds everything.
-log=.cache/logs/build.log  # .cache/ is git-ignored
-mkdir -p .cache/logs
-if [[ -f build/build.ninja ]]; then
-  meson setup --reconfigure build -Dbuildtype=release -Dwerror=true >"$log" 2>&1 || { cat "$log"; exit 1; }
-else
-  meson setup build -Dbuildtype=release -Dwerror=true >"$log" 2>&1 || { cat "$log"; exit 1; }
-fi
-ninja -C build -j "${HCQ_JOBS:-2}" tools/hcq >>"$log" 2>&1 || { grep -v '^\[' "$log" | tail -60; exit 1; }
+. scripts/lib/release_build.sh
+release_build tools/hcq
 
 exec build/tools/hcq train "$@"

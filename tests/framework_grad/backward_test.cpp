@@ -6,26 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "common/message_of.hpp"
+#include "framework_grad/grad_test_util.hpp"
 #include "hcq/error.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
 namespace {
 
-Tensor param(std::vector<float> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor(v, {n}).requires_grad_();
-}
+using gradtest::param;
 
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::message_of;
 
 TEST(AutogradBackward, TiesShareTheGradient) {
   Tensor x = param({1, 3, 3, -2});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/message_of.hpp"
 #include "framework_grad/layer_reference.hpp"
 #include "framework_ops/tensor_check.hpp"
 #include "hcq/error.hpp"
@@ -17,15 +18,7 @@ namespace {
 
 using laytest::Window;
 
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::message_of;
 
 const Tolerance kSums{2e-5, 2e-5};  // float32 sums of a few dozen products
 

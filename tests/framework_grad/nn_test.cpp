@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/message_of.hpp"
 #include "hcq/error.hpp"
 #include "hcq/jit.hpp"
 #include "hcq/nn.hpp"
@@ -15,15 +16,7 @@
 namespace hcq {
 namespace {
 
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::message_of;
 
 TEST(NnLinear, ForwardIsXTimesWeightTransposedPlusBias) {
   nn::Linear l(3, 2);

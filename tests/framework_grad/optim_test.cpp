@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/message_of.hpp"
+#include "framework_grad/grad_test_util.hpp"
 #include "hcq/error.hpp"
 #include "hcq/optim.hpp"
 #include "hcq/tensor.hpp"
@@ -14,10 +16,7 @@
 namespace hcq {
 namespace {
 
-Tensor param(std::vector<float> v) {
-  const int64_t n = static_cast<int64_t>(v.size());
-  return Tensor(v, {n}).requires_grad_();
-}
+using gradtest::param;
 
 // loss = sum(p * c): the gradient is c, whatever p is.
 void backward_with_gradient(const Tensor& p, std::vector<float> c) {
@@ -30,15 +29,7 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
   for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], tol * std::max(1.0, std::abs(want[k]))) << k;
 }
 
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::message_of;
 
 TEST(Optim, SgdStepsByHand) {
   Tensor p = param({1, 2});
