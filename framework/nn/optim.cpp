@@ -44,7 +44,7 @@ void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.zero_grad();
 }
 
-void Optimizer::step(const std::vector<Tensor>& with) {
+std::vector<Tensor> Optimizer::schedule_step(const std::vector<Tensor>& with) {
   NoGrad no_grad;
   begin_step();
   std::vector<Tensor> out = with;
@@ -55,8 +55,10 @@ void Optimizer::step(const std::vector<Tensor>& with) {
     out.push_back(params_[k]);
   }
   for (Tensor& s : state()) out.push_back(s);
-  Tensor::realize(out);
+  return out;
 }
+
+void Optimizer::step(const std::vector<Tensor>& with) { Tensor::realize(schedule_step(with)); }
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov)
     : Optimizer(std::move(params), lr, "SGD"), momentum_(momentum), weight_decay_(weight_decay), nesterov_(nesterov) {

@@ -23,6 +23,9 @@ class Optimizer {
   // metrics) are realized in the same realize, so they see the parameters from before the update; realized
   // afterwards they would be computed from the updated ones.
   void step(const std::vector<Tensor>& with = {});
+  // What step() realizes, built but not realized (the parameters and state hold pending assigns until realized):
+  // for realizing with more, or timing the schedule alone.
+  std::vector<Tensor> schedule_step(const std::vector<Tensor>& with = {});
   // Drops every parameter's gradient (the next backward() starts from nothing).
   void zero_grad();
   void set_lr(double lr);

@@ -48,6 +48,11 @@ def check_json(hcq, device):
     check(positive(g["per_kernel_ns"]) and positive(g["eager_per_kernel_ns"]), f"{device}: graph {g}")
     check(set(g["replay_us"]) == {"16", "64", "256"}, f"{device}: graph replay sizes {sorted(g['replay_us'])}")
     check_framework_json(device, d["framework"])
+    t = d["train"]
+    check(set(t) == {"mlp_step_ms", "schedule_us"} and set(t["schedule_us"]) == {"miss", "hit"},
+          f"{device}: train keys {t}")
+    check(positive(t["mlp_step_ms"]) and positive(t["schedule_us"]["miss"]) and positive(t["schedule_us"]["hit"]),
+          f"{device}: train figures {t}")
 
 
 def framework_figures(f):

@@ -28,6 +28,7 @@
 #include "bench_framework.hpp"
 #include "bench_graph.hpp"
 #include "bench_kernels.hpp"
+#include "bench_train.hpp"
 #include "commands.hpp"
 #include "cuda_compare.hpp"
 #include "format.hpp"
@@ -79,11 +80,15 @@ constexpr const char* kBenchHelp =
     "                                it the slope of the same function called eagerly, in the same rounds\n"
     "               The same on every GPU; a simulated GPU's ewise is on 4M floats and its matmul 256^3 (host\n"
     "               twins run its kernels). A build without the framework reports \"unavailable\" and nulls.\n"
+    "  train        mlp_step_ms: one jitted Adam step of the MLP 784-128-10 at batch 128 (hcq train's mlp),\n"
+    "               median of 50 replays, the loss read back; schedule_us: scheduling one whole training step\n"
+    "               (forward, backward, Adam) of the MLP 784-256-256-256-10: miss and hit, as the framework's\n"
     "Each number is printed beside its target and whether it is met.\n"
     "\n"
     "  --device D   only device D (e.g. CPU, CPU:1)\n"
     "  --json       one JSON document: {\"devices\": [{\"name\", \"launch_us\", \"launch_bound_us\", \"enqueue_ns\",\n"
-    "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"framework\", \"errors\"}]}\n"
+    "               \"encode_ns\", \"copy_gbps\", \"memcpy_gbps\", \"graph\", \"framework\", \"train\",\n"
+    "               \"errors\"}]}\n"
     "  --quick      fewer repetitions (a smoke test, not a measurement); the framework's ewise on 4M floats and\n"
     "               its matmul at 256^3 (still under the JSON key \"1024\"; \"matmul_n\" says the size)\n"
     "  --compile-probe NONCE N   (with --device; what compile_ms.cached runs in a new process) realize the N\n"
@@ -118,6 +123,8 @@ constexpr double kEwiseToLoopTarget = 0.90;
 // TinyJit's budget (issue 20): host time of one call (a replay) of a function of N small kernels, fixed + per kernel.
 constexpr double kJitFixedTargetUs = 2.0;
 constexpr double kJitPerKernelTargetNs = 50.0;
+// Issue 16's training budget on the CPU device: the MLP's jitted Adam step (scheduling shares the targets above).
+constexpr double kTrainStepTargetMs = 0.5;
 
 struct Config {
   int launch_warmup = 500;
@@ -129,6 +136,8 @@ struct Config {
   uint64_t copy_bytes = 64ull << 20;
   GraphBenchConfig graph;
   FrameworkBenchConfig framework;
+  int train_steps = 50;
+  int train_schedule_reps = 11;
 
   static Config quick() {
     Config c;
@@ -140,6 +149,8 @@ struct Config {
     c.graph.warmup = 5;
     c.graph.runs = 40;
     c.framework = FrameworkBenchConfig::quick();
+    c.train_steps = 3;
+    c.train_schedule_reps = 1;
     return c;
   }
 };
@@ -156,6 +167,7 @@ struct DeviceResult {
   std::optional<CudaLaunchResult> cuda_launch;  // CUDA's launch of the same cubin (real NVIDIA GPUs only)
   std::string cuda_unavailable;                 // why cuda_launch is absent, when that is not an error
   FrameworkBenchResult framework;
+  TrainBenchResult train;
   std::vector<std::string> errors;  // "<measurement>: <message>"
 };
 
@@ -405,6 +417,8 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
   attempt(r, "copy_gbps", [&] { measure_copies(*dev, cfg, r); });
 #if HCQ_TOOL_FRAMEWORK
   r.framework = measure_framework(*dev, cfg.framework, r.errors);
+  if (r.framework.unavailable.empty())
+    attempt(r, "train", [&] { r.train = measure_train(*dev, cfg.train_steps, cfg.train_schedule_reps); });
 #else
   r.framework.unavailable = "this hcq is built without the framework";
 #endif
@@ -484,6 +498,15 @@ void print_json(const std::vector<DeviceResult>& results) {
       w.field("cuda_unavailable", r.cuda_unavailable);
     }
     print_framework_json(w, r.framework);
+    w.key("train")
+        .begin_object()
+        .field("mlp_step_ms", r.train.mlp_step_ms)
+        .key("schedule_us")
+        .begin_object()
+        .field("miss", r.train.schedule_miss_us)
+        .field("hit", r.train.schedule_hit_us)
+        .end_object()
+        .end_object();
     w.key("errors").begin_array();
     for (const std::string& e : r.errors) w.value(e);
     w.end_array().end_object();
@@ -540,6 +563,12 @@ void print_framework_rows(const DeviceResult& r) {
                 f.compile_unavailable.c_str());
     return;
   }
+  print_row(r, "train mlp_step_ms", fixed(r.train.mlp_step_ms, 3), "<= 0.5 ms",
+            met(r.train.mlp_step_ms, r.train.mlp_step_ms <= kTrainStepTargetMs));
+  print_row(r, "train schedule_us miss", fixed(r.train.schedule_miss_us, 1), "<= 1000 us",
+            met(r.train.schedule_miss_us, r.train.schedule_miss_us <= kScheduleMissTargetUs));
+  print_row(r, "train schedule_us hit", fixed(r.train.schedule_hit_us, 2), "<= 20 us",
+            met(r.train.schedule_hit_us, r.train.schedule_hit_us <= kScheduleHitTargetUs));
   print_row(r, "fw compile_ms cold", cold_shown, "(per kernel)");
   print_row(r, "fw compile_ms cold_serial", fixed(f.compile_cold_serial_ms, 1), "(per kernel)");
   print_row(r, "fw compile_ms cached", fixed(f.compile_cached_ms, 2), "(per kernel)");

@@ -1,0 +1,24 @@
+// The `train` entry of `hcq bench` (issue 16), per device: what a training step costs.
+//   mlp_step_ms   the MLP 784-128-10 (hcq train's `mlp`) one jitted Adam step at batch 128 on a fixed synthetic
+//                 batch: the median host time of a replay, the loss read back (so the step has finished)
+//   schedule_us   scheduling one training step of the MLP 784-256-256-256-10 (forward, cross entropy, backward,
+//                 Adam: everything Optimizer::step realizes): a miss (schedule cache cleared, kernels already
+//                 compiled) and a hit (a second model of the same shapes, its graph on other buffers)
+#pragma once
+
+#include <limits>
+
+#include "hcq/device.hpp"
+
+namespace hcq::tool {
+
+struct TrainBenchResult {
+  double mlp_step_ms = std::numeric_limits<double>::quiet_NaN();
+  double schedule_miss_us = std::numeric_limits<double>::quiet_NaN();
+  double schedule_hit_us = std::numeric_limits<double>::quiet_NaN();
+};
+
+// steps: timed jitted steps; schedule_reps: miss/hit pairs. Throws on a failed measurement.
+TrainBenchResult measure_train(Device& dev, int steps, int schedule_reps);
+
+}  // namespace hcq::tool
