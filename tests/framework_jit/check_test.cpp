@@ -25,6 +25,16 @@ struct JitCheckOn {
   JitCheckOn& operator=(const JitCheckOn&) = delete;
 };
 
+// The mutations below rewrite scalar loads. A GPU's vector load reads a whole run of elements from its start, where
+// reading element 0 instead changes nothing for a 4-element tensor; unoptimised (HCQ_NOOPT=1), each GPU thread
+// loads one element, as on the CPU device.
+struct ScalarKernels {
+  ScalarKernels() { ::setenv("HCQ_NOOPT", "1", 1); }
+  ~ScalarKernels() { ::unsetenv("HCQ_NOOPT"); }
+  ScalarKernels(const ScalarKernels&) = delete;
+  ScalarKernels& operator=(const ScalarKernels&) = delete;
+};
+
 // An elementwise kernel that reads element 0 of its first input everywhere ("b1[i]" becomes "b1[0*i]"); reduces are
 // left as they are.
 void elementwise_reads_element_0(fw::RenderedKernel& k) {
@@ -50,6 +60,7 @@ TEST(FrameworkJitCheck, RightReplaysPass) {
 // finds the replay's output 0 wrong at element 1 (element 0 reads element 0 either way).
 TEST(FrameworkJitCheck, NamesTheFirstWrongElementAndItsKernel) {
   const JitCheckOn check;
+  const ScalarKernels scalar;
   TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1, in[0].sum()}; });
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4});
   (void)jit({x});
@@ -76,6 +87,7 @@ TEST(FrameworkJitCheck, NamesTheFirstWrongElementAndItsKernel) {
 
 // Without the knob nothing is compared: the same wrong replay returns its wrong values.
 TEST(FrameworkJitCheck, OffByDefault) {
+  const ScalarKernels scalar;
   TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4});
   (void)jit({x});

@@ -25,6 +25,16 @@ struct ValidateOn {
   ValidateOn& operator=(const ValidateOn&) = delete;
 };
 
+// The mutation below rewrites scalar loads. A GPU's vector load reads a whole run of elements from its start, where
+// reading element 0 instead changes nothing for a 4-element tensor; unoptimised (HCQ_NOOPT=1), each GPU thread
+// loads one element.
+struct ScalarKernels {
+  ScalarKernels() { ::setenv("HCQ_NOOPT", "1", 1); }
+  ~ScalarKernels() { ::unsetenv("HCQ_NOOPT"); }
+  ScalarKernels(const ScalarKernels&) = delete;
+  ScalarKernels& operator=(const ScalarKernels&) = delete;
+};
+
 // GPU builds (one thread per element: HCQ_FOR_EACH_THREAD) read element 0 of buffer 1 everywhere; the CPU device's
 // builds of the same kernels are left right.
 void gpu_reads_element_0(fw::RenderedKernel& k) {
@@ -53,6 +63,7 @@ std::string validation_error(const std::function<void()>& f) {
 TEST(FrameworkJitGpu, ValidateCatchesAWrongKernel) {
   FW_REQUIRE_GPU(gpu);
   const ValidateOn validate;
+  const ScalarKernels scalar;
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4}, gpu);
   // Right kernels pass, eager and replayed.
   EXPECT_EQ((x * 3).data<float>(), (std::vector<float>{3, 6, 9, 12}));
