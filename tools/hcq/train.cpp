@@ -40,7 +40,8 @@ constexpr const char* kUsage =
     "  --json    one JSON document on stdout ({model, device, epochs: [...], step_ms}); progress on stderr\n"
     "  --plot    write the loss per step and the accuracy per epoch as an SVG\n"
     "  --save    write the weights as safetensors at the end (and on Ctrl-C)\n"
-    "Ctrl-C stops after the current step and writes a checkpoint (--save, else hcq-train-interrupted.safetensors).\n"
+    "Ctrl-C stops after the current step and writes a checkpoint (--save, else hcq-train-interrupted.safetensors);\n"
+    "a second Ctrl-C ends it at once.\n"
     "A loss that is not finite stops the run with exit status 1, naming the step.\n";
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -147,6 +148,7 @@ int run_train(std::span<const std::string_view> args) {
 
   struct sigaction action = {}, previous = {};
   action.sa_handler = on_interrupt;
+  action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the process at once
   sigaction(SIGINT, &action, &previous);
   g_interrupted = 0;
 
