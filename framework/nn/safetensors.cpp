@@ -274,7 +274,7 @@ void append_data(const Tensor& t, std::vector<uint8_t>& out) {
   const std::vector<T> v = t.data<T>();
   if constexpr (std::is_same_v<T, bool>) {
     for (bool b : v) out.push_back(b ? 1 : 0);
-  } else {
+  } else if (!v.empty()) {  // an empty tensor's vector may have no storage: memcpy from null is undefined
     const size_t at = out.size();
     out.resize(at + v.size() * sizeof(T));
     std::memcpy(out.data() + at, v.data(), v.size() * sizeof(T));
