@@ -18,25 +18,10 @@ namespace {
 
 using jittest::expect_same_bits;
 
-struct JitCheckOn {
-  JitCheckOn() { ::setenv("HCQ_JIT_CHECK", "1", 1); }
-  ~JitCheckOn() { ::unsetenv("HCQ_JIT_CHECK"); }
-  JitCheckOn(const JitCheckOn&) = delete;
-  JitCheckOn& operator=(const JitCheckOn&) = delete;
-};
-
-// The mutations below rewrite scalar loads. A GPU's vector load reads a whole run of elements from its start, where
-// reading element 0 instead changes nothing for a 4-element tensor; unoptimised (HCQ_NOOPT=1), each GPU thread
-// loads one element, as on the CPU device.
-struct ScalarKernels {
-  ScalarKernels() { ::setenv("HCQ_NOOPT", "1", 1); }
-  ~ScalarKernels() { ::unsetenv("HCQ_NOOPT"); }
-  ScalarKernels(const ScalarKernels&) = delete;
-  ScalarKernels& operator=(const ScalarKernels&) = delete;
-};
-
 // An elementwise kernel that reads element 0 of its first input everywhere ("b1[i]" becomes "b1[0*i]"); reduces are
-// left as they are.
+// left as they are. It rewrites scalar loads: a GPU's vector load reads a whole run of elements from its start,
+// where reading element 0 instead changes nothing for a 4-element tensor, so the tests that use it build
+// unoptimised kernels (HCQ_NOOPT=1: each GPU thread loads one element, as on the CPU device).
 void elementwise_reads_element_0(fw::RenderedKernel& k) {
   if (k.name.rfind("E_", 0) != 0) return;
   if (size_t at = k.source.find("b1["); at != std::string::npos) k.source.insert(at + 3, "0*");
@@ -45,7 +30,7 @@ void elementwise_reads_element_0(fw::RenderedKernel& k) {
 // A right replay passes the check: the function runs at call 0, the capture, and once more for each checked replay
 // (calls 1, 2, 3), then never again.
 TEST(FrameworkJitCheck, RightReplaysPass) {
-  const JitCheckOn check;
+  const jittest::ScopedKnob check("HCQ_JIT_CHECK", "1");
   int runs = 0;
   TinyJit jit([&](const std::vector<Tensor>& in) {
     ++runs;
@@ -59,23 +44,13 @@ TEST(FrameworkJitCheck, RightReplaysPass) {
 // (wrong) cached schedule, so call 1 passes. From call 2 the kernels are rendered right again, and call 2's check
 // finds the replay's output 0 wrong at element 1 (element 0 reads element 0 either way).
 TEST(FrameworkJitCheck, NamesTheFirstWrongElementAndItsKernel) {
-  const JitCheckOn check;
-  const ScalarKernels scalar;
+  const jittest::ScopedKnob check("HCQ_JIT_CHECK", "1");
+  const jittest::ScopedKnob scalar("HCQ_NOOPT", "1");  // see elementwise_reads_element_0
   TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1, in[0].sum()}; });
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4});
   (void)jit({x});
-  fw::clear_schedule_cache();
-  fw::set_render_hook(elementwise_reads_element_0);
   std::vector<Tensor> wrong;
-  try {
-    wrong = jit({x});
-  } catch (...) {
-    fw::set_render_hook({});
-    fw::clear_schedule_cache();
-    throw;
-  }
-  fw::set_render_hook({});
-  fw::clear_schedule_cache();
+  jittest::with_render_hook(elementwise_reads_element_0, [&] { wrong = jit({x}); });
   EXPECT_EQ(wrong[0].data<float>(), (std::vector<float>{2, 2, 2, 2}));  // the kernel is wrong indeed
   EXPECT_EQ(
       jittest::jit_error([&] { (void)jit({x}); }),
@@ -87,22 +62,11 @@ TEST(FrameworkJitCheck, NamesTheFirstWrongElementAndItsKernel) {
 
 // Without the knob nothing is compared: the same wrong replay returns its wrong values.
 TEST(FrameworkJitCheck, OffByDefault) {
-  const ScalarKernels scalar;
+  const jittest::ScopedKnob scalar("HCQ_NOOPT", "1");  // see elementwise_reads_element_0
   TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4});
   (void)jit({x});
-  fw::clear_schedule_cache();
-  fw::set_render_hook(elementwise_reads_element_0);
-  std::vector<Tensor> out;
-  try {
-    out = jit({x});
-  } catch (...) {
-    fw::set_render_hook({});
-    fw::clear_schedule_cache();
-    throw;
-  }
-  fw::set_render_hook({});
-  fw::clear_schedule_cache();
+  jittest::with_render_hook(elementwise_reads_element_0, [&] { (void)jit({x}); });
   EXPECT_EQ(jit({x})[0].data<float>(), (std::vector<float>{2, 2, 2, 2}));
 }
 

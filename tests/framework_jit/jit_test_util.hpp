@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "framework/codegen/render.hpp"
+#include "framework/engine/realize.hpp"
 #include "hcq/jit.hpp"
 #include "hcq/tensor.hpp"
 
@@ -45,6 +48,35 @@ inline std::string jit_error(const std::function<void()>& f) {
   }
   ADD_FAILURE() << "no JitError thrown";
   return {};
+}
+
+// A knob (an environment variable) set for a scope, unset after it.
+class ScopedKnob {
+ public:
+  ScopedKnob(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedKnob() { ::unsetenv(name_); }
+  ScopedKnob(const ScopedKnob&) = delete;
+  ScopedKnob& operator=(const ScopedKnob&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// Runs f with the renderer's test hook installed; the schedule cache is cleared before and after, so the kernels
+// f needs are rendered through the hook, and later ones without it. The hook is removed whatever f throws.
+template <class F>
+void with_render_hook(std::function<void(fw::RenderedKernel&)> hook, F&& f) {
+  fw::clear_schedule_cache();
+  fw::set_render_hook(std::move(hook));
+  try {
+    f();
+  } catch (...) {
+    fw::set_render_hook({});
+    fw::clear_schedule_cache();
+    throw;
+  }
+  fw::set_render_hook({});
+  fw::clear_schedule_cache();
 }
 
 }  // namespace hcq::jittest

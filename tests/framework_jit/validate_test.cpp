@@ -11,6 +11,7 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/engine/realize.hpp"
+#include "framework_jit/jit_test_util.hpp"
 #include "framework_sched/gpu_under_test.hpp"
 #include "hcq/jit.hpp"
 #include "hcq/tensor.hpp"
@@ -18,25 +19,10 @@
 namespace hcq {
 namespace {
 
-struct ValidateOn {
-  ValidateOn() { ::setenv("HCQ_VALIDATE", "1", 1); }
-  ~ValidateOn() { ::unsetenv("HCQ_VALIDATE"); }
-  ValidateOn(const ValidateOn&) = delete;
-  ValidateOn& operator=(const ValidateOn&) = delete;
-};
-
-// The mutation below rewrites scalar loads. A GPU's vector load reads a whole run of elements from its start, where
-// reading element 0 instead changes nothing for a 4-element tensor; unoptimised (HCQ_NOOPT=1), each GPU thread
-// loads one element.
-struct ScalarKernels {
-  ScalarKernels() { ::setenv("HCQ_NOOPT", "1", 1); }
-  ~ScalarKernels() { ::unsetenv("HCQ_NOOPT"); }
-  ScalarKernels(const ScalarKernels&) = delete;
-  ScalarKernels& operator=(const ScalarKernels&) = delete;
-};
-
 // GPU builds (one thread per element: HCQ_FOR_EACH_THREAD) read element 0 of buffer 1 everywhere; the CPU device's
-// builds of the same kernels are left right.
+// builds of the same kernels are left right. It rewrites scalar loads: a GPU's vector load reads a whole run from
+// its start, where reading element 0 instead changes nothing for a 4-element tensor, so the test builds
+// unoptimised kernels (HCQ_NOOPT=1: each GPU thread loads one element).
 void gpu_reads_element_0(fw::RenderedKernel& k) {
   if (k.source.find("HCQ_FOR_EACH_THREAD") == std::string::npos) return;
   if (size_t at = k.source.find("b1["); at != std::string::npos) k.source.insert(at + 3, "0*");
@@ -44,26 +30,24 @@ void gpu_reads_element_0(fw::RenderedKernel& k) {
 
 // The ValidationError's message `f` throws while the GPU builds are wrong.
 std::string validation_error(const std::function<void()>& f) {
-  fw::clear_schedule_cache();
-  fw::set_render_hook(gpu_reads_element_0);
   std::string message;
-  try {
-    f();
-    ADD_FAILURE() << "no ValidationError";
-  } catch (const ValidationError& e) {
-    message = e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a ValidationError: " << e.what();
-  }
-  fw::set_render_hook({});
-  fw::clear_schedule_cache();
+  jittest::with_render_hook(gpu_reads_element_0, [&] {
+    try {
+      f();
+      ADD_FAILURE() << "no ValidationError";
+    } catch (const ValidationError& e) {
+      message = e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not a ValidationError: " << e.what();
+    }
+  });
   return message;
 }
 
 TEST(FrameworkJitGpu, ValidateCatchesAWrongKernel) {
   FW_REQUIRE_GPU(gpu);
-  const ValidateOn validate;
-  const ScalarKernels scalar;
+  const jittest::ScopedKnob validate("HCQ_VALIDATE", "1");
+  const jittest::ScopedKnob scalar("HCQ_NOOPT", "1");  // see gpu_reads_element_0
   const Tensor x(std::vector<float>{1, 2, 3, 4}, {4}, gpu);
   // Right kernels pass, eager and replayed.
   EXPECT_EQ((x * 3).data<float>(), (std::vector<float>{3, 6, 9, 12}));
