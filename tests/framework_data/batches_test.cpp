@@ -14,7 +14,7 @@
 namespace hcq {
 namespace {
 
-using datatest::error_of;
+using datatest::message_of;
 
 // n images of 2 x 3 whose pixel p of image i is i * 10 + p, label i % 10.
 LabelledImages tiny(int64_t n) {
@@ -72,14 +72,15 @@ TEST(FrameworkDataBatches, SequentialPadsTheLastBatch) {
 }
 
 TEST(FrameworkDataBatches, BadArguments) {
-  EXPECT_EQ(error_of<InvalidArgument>([] { BatchSampler(10, 0, 0); }), "BatchSampler: batch size 0 must be at least 1");
-  EXPECT_EQ(error_of<InvalidArgument>([] { BatchSampler(10, 11, 0); }),
+  EXPECT_EQ(message_of<InvalidArgument>([] { BatchSampler(10, 0, 0); }),
+            "BatchSampler: batch size 0 must be at least 1");
+  EXPECT_EQ(message_of<InvalidArgument>([] { BatchSampler(10, 11, 0); }),
             "BatchSampler: 10 examples make no full batch of 11 (shuffled order drops the last partial batch)");
-  EXPECT_EQ(error_of<InvalidArgument>([] { BatchSampler(10, 3, 0).batch(0, 3); }),
+  EXPECT_EQ(message_of<InvalidArgument>([] { BatchSampler(10, 3, 0).batch(0, 3); }),
             "BatchSampler: batch 3 of an epoch of 3 batches");
   const LabelledImages d = tiny(3);
   const std::vector<int64_t> bad{0, 3};
-  EXPECT_EQ(error_of<InvalidArgument>([&] { make_batch(d, bad); }),
+  EXPECT_EQ(message_of<InvalidArgument>([&] { make_batch(d, bad); }),
             "gather_batch: index 3 (row 1) outside the 3 images");
 }
 

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/message_of.hpp"
+
 namespace hcq::datatest {
 
 // A fresh directory under the temp dir, removed with the object.
@@ -53,15 +55,7 @@ inline std::vector<uint8_t> gzip(const std::vector<uint8_t>& raw) {
   return out;
 }
 
-// The message of the exception `f` throws (as type E), or a note that it threw none.
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+// The message of the exception `f` throws (as type E): tests/common/message_of.hpp's.
+using test::message_of;
 
 }  // namespace hcq::datatest

@@ -16,8 +16,8 @@
 namespace hcq {
 namespace {
 
-using datatest::error_of;
 using datatest::gzip;
+using datatest::message_of;
 using datatest::ScratchDir;
 using datatest::write_bytes;
 
@@ -88,7 +88,7 @@ TEST(FrameworkData, GzipWithTwoMembersIsJoined) {
 TEST(FrameworkData, MissingFileNamesThePackage) {
   FakeDataset d;
   std::filesystem::remove(d.file("t10k-labels-idx1-ubyte.gz"));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("t10k-labels-idx1-ubyte.gz").string() +
                 ": no such file; Fashion-MNIST comes from Debian's dataset-fashion-mnist package (scripts/setup.sh "
                 "installs it, into /usr/share/datasets/fashion-mnist)");
@@ -98,19 +98,19 @@ TEST(FrameworkData, UnreadableFiles) {
   FakeDataset d;
   std::filesystem::remove(d.file("train-labels-idx1-ubyte.gz"));
   std::filesystem::create_directory(d.file("train-labels-idx1-ubyte.gz"));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-labels-idx1-ubyte.gz").string() + ": a directory, not a file");
-  EXPECT_EQ(error_of<DataError>([&] { read_gzip_file(d.path / "nothing.gz"); }),
+  EXPECT_EQ(message_of<DataError>([&] { read_gzip_file(d.path / "nothing.gz"); }),
             (d.path / "nothing.gz").string() + ": cannot open: No such file or directory");
 }
 
 TEST(FrameworkData, NotGzip) {
   FakeDataset d;
   write_bytes(d.file("train-images-idx3-ubyte.gz"), idx_images(3, 28, 28));  // not compressed
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() + ": not a gzip file (starts with 0x0 0x0, not 0x1f 0x8b)");
   write_bytes(d.file("train-images-idx3-ubyte.gz"), {0x1f});
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() + ": not a gzip file (1 bytes long)");
 }
 
@@ -120,14 +120,14 @@ TEST(FrameworkData, TruncatedGzip) {
   const size_t keep = gz.size() - 6;  // the trailer's CRC and length partly gone
   gz.resize(keep);
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gz);
-  const std::string msg = error_of<DataError>([&] { load_fashion_mnist(d.path); });
+  const std::string msg = message_of<DataError>([&] { load_fashion_mnist(d.path); });
   EXPECT_EQ(msg, d.file("train-images-idx3-ubyte.gz").string() + ": truncated gzip file: the stream stops after " +
                      std::to_string(keep) + " compressed bytes (" + std::to_string(16 + 3 * 784) +
                      " decompressed) before its end marker and checksum");
   // Cut in the middle of the deflate data: fewer bytes decompressed, the same diagnosis.
   gz.resize(20);
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gz);
-  EXPECT_NE(error_of<DataError>([&] {
+  EXPECT_NE(message_of<DataError>([&] {
               load_fashion_mnist(d.path);
             }).find(": truncated gzip file: the stream stops after 20 compressed bytes ("),
             std::string::npos);
@@ -138,7 +138,7 @@ TEST(FrameworkData, CorruptGzipChecksum) {
   std::vector<uint8_t> gz = gzip(idx_labels({9, 0, 4}));
   gz[gz.size() - 8] ^= 0xff;  // the CRC32 of the trailer (RFC 1952: CRC32 then ISIZE, 4 bytes each)
   write_bytes(d.file("train-labels-idx1-ubyte.gz"), gz);
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-labels-idx1-ubyte.gz").string() + ": corrupt gzip data at compressed byte " +
                 std::to_string(gz.size() - 4) + " (11 bytes decompressed): incorrect data check");
 }
@@ -149,7 +149,7 @@ TEST(FrameworkData, TrailingGarbageAfterGzip) {
   const size_t end = gz.size();
   gz.push_back('x');
   write_bytes(d.file("train-labels-idx1-ubyte.gz"), gz);
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-labels-idx1-ubyte.gz").string() + ": 1 bytes after the end of the gzip stream (at byte " +
                 std::to_string(end) + ") that are not another gzip member");
 }
@@ -187,11 +187,11 @@ TEST(FrameworkData, WrongMagic) {
   FakeDataset d;
   // The label file's idx1 where the images' idx3 belongs.
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gzip(idx_labels({1, 2, 3})));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() +
                 ": idx magic is 0x801 (ubyte, 1 dims); image files have 0x803 (ubyte, 3 dims)");
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gzip({'<', 'h', 't', 'm', 'l', '>'}));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() +
                 ": idx magic is 0x3c68746d, not an idx header; image files have 0x803 (ubyte, 3 dims)");
 }
@@ -199,20 +199,20 @@ TEST(FrameworkData, WrongMagic) {
 TEST(FrameworkData, DimsThatDoNotMatch) {
   FakeDataset d;
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gzip(idx_images(3, 27, 28)));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() + ": images are 27 x 28, expected 28 x 28");
   // The header promises 4 images, the data holds 3.
   std::vector<uint8_t> raw = idx_images(3, 28, 28);
   raw[7] = 4;
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gzip(raw));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() +
                 ": the idx header says 4 x 28 x 28 = 3136 bytes of data, the file holds 2352 (truncated before "
                 "compression?)");
   raw = idx_images(3, 28, 28);
   raw.resize(10);
   write_bytes(d.file("train-images-idx3-ubyte.gz"), gzip(raw));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-images-idx3-ubyte.gz").string() +
                 ": 10 bytes decompressed, too short for the idx header of 3 dims (16 bytes)");
 }
@@ -220,15 +220,15 @@ TEST(FrameworkData, DimsThatDoNotMatch) {
 TEST(FrameworkData, LabelCountMustMatchImageCount) {
   FakeDataset d;
   write_bytes(d.file("t10k-labels-idx1-ubyte.gz"), gzip(idx_labels({1, 2, 3})));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }), d.file("t10k-labels-idx1-ubyte.gz").string() +
-                                                                          ": 3 labels for the 2 images of " +
-                                                                          d.file("t10k-images-idx3-ubyte.gz").string());
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
+            d.file("t10k-labels-idx1-ubyte.gz").string() + ": 3 labels for the 2 images of " +
+                d.file("t10k-images-idx3-ubyte.gz").string());
 }
 
 TEST(FrameworkData, LabelOutOfRange) {
   FakeDataset d;
   write_bytes(d.file("train-labels-idx1-ubyte.gz"), gzip(idx_labels({9, 10, 4})));
-  EXPECT_EQ(error_of<DataError>([&] { load_fashion_mnist(d.path); }),
+  EXPECT_EQ(message_of<DataError>([&] { load_fashion_mnist(d.path); }),
             d.file("train-labels-idx1-ubyte.gz").string() + ": label 1 is 10, outside 0..9");
 }
 

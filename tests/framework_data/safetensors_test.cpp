@@ -14,7 +14,7 @@
 namespace hcq {
 namespace {
 
-using datatest::error_of;
+using datatest::message_of;
 using datatest::read_bytes;
 using datatest::ScratchDir;
 using datatest::write_bytes;
@@ -113,7 +113,7 @@ TEST(FrameworkSafetensors, SaveReplacesAtomically) {
   const SafetensorsFile f = load_safetensors(p, "CPU");
   ASSERT_EQ(f.tensors.size(), 1u);
   EXPECT_EQ(f.tensors.at("b").data<float>(), (std::vector<float>{2, 3}));
-  EXPECT_EQ(error_of<InvalidArgument>([&] { save_safetensors(p, {{"__metadata__", Tensor::zeros({1})}}); }),
+  EXPECT_EQ(message_of<InvalidArgument>([&] { save_safetensors(p, {{"__metadata__", Tensor::zeros({1})}}); }),
             "save_safetensors " + p.string() + ": a tensor cannot be named \"__metadata__\"");
   // Nothing was written by the failed save.
   EXPECT_EQ(load_safetensors(p, "CPU").tensors.count("b"), 1u);
@@ -123,7 +123,7 @@ TEST(FrameworkSafetensors, SaveReplacesAtomically) {
 std::string load_error(const ScratchDir& d, const std::vector<uint8_t>& bytes) {
   const auto p = d.path / "bad.safetensors";
   write_bytes(p, bytes);
-  return error_of<SafetensorsError>([&] { load_safetensors(p, "CPU"); });
+  return message_of<SafetensorsError>([&] { load_safetensors(p, "CPU"); });
 }
 
 TEST(FrameworkSafetensors, BadFiles) {
@@ -215,16 +215,16 @@ TEST(FrameworkSafetensors, LoadIntoChecksEverythingBeforeWritingAny) {
   Tensor a = Tensor::zeros({2}, DType::float32).realize();
   Tensor b = Tensor::zeros({3, 1}, DType::float32).realize();
   // "a" comes first and matches, "b" does not: a must stay untouched.
-  EXPECT_EQ(error_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"b", b}}); }),
+  EXPECT_EQ(message_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"b", b}}); }),
             p + "tensor \"b\" is (3,) float32 in the file, but (3, 1) float32 where it is loaded");
   EXPECT_EQ(a.data<float>(), (std::vector<float>{0, 0}));
   Tensor bi = Tensor::zeros({3}, DType::int32, "CPU").realize();
-  EXPECT_EQ(error_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"b", bi}}); }),
+  EXPECT_EQ(message_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"b", bi}}); }),
             p + "tensor \"b\" is (3,) float32 in the file, but (3,) int32 where it is loaded");
   Tensor c = Tensor::zeros({1}, DType::float32, "CPU").realize();
-  EXPECT_EQ(error_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"c", c}}); }),
+  EXPECT_EQ(message_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}, {"c", c}}); }),
             p + "no tensor \"c\" (2 tensors in the file)");
-  EXPECT_EQ(error_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}}); }),
+  EXPECT_EQ(message_of<SafetensorsError>([&] { load_safetensors_into(path, {{"a", a}}); }),
             p + "tensor \"b\" is in the file but not loaded");
   EXPECT_EQ(a.data<float>(), (std::vector<float>{0, 0}));
   load_safetensors_into(path, {{"a", a}}, /*strict=*/false);

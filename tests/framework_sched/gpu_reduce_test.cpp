@@ -17,6 +17,7 @@
 #include "framework/engine/compile.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework_sched/gpu_under_test.hpp"
+#include "framework_sched/row_sum_kernel.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -108,14 +109,7 @@ TEST(FrameworkGpuReduce, GroupedReduceBeyondTheGrid) {
   FW_REQUIRE_GPU(gpu);
   Device& device = open_device(gpu);
   constexpr int64_t outs = 7, len = 300;
-  const Node out = make_node(Op::PARAM, DType::float32, {}, {0, outs});
-  const Node in = make_node(Op::PARAM, DType::float32, {}, {1, outs * len});
-  const Node o = make_node(Op::RANGE, kIndex, {}, {0, outs, 0});
-  const Node r = make_node(Op::RANGE, kIndex, {}, {1, len, 1});
-  const Node idx = make_node(Op::ADD, kIndex, {make_node(Op::MUL, kIndex, {o, const_node(kIndex, len)}), r});
-  const Node sum = make_node(Op::REDUCE, DType::float32, {make_node(Op::LOAD, DType::float32, {in, idx}), r},
-                             {static_cast<int64_t>(Op::ADD)});
-  const Node kernel = make_node(Op::KERNEL, DType::float32, {make_node(Op::STORE, DType::float32, {out, o, sum})});
+  const Node kernel = row_sum_kernel(outs, len);
 
   TargetFacts facts = target_facts(device.info(), 1, true);
   facts.threads_per_group = 32;

@@ -15,6 +15,7 @@
 #include "framework/codegen/target.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework_sched/gpu_under_test.hpp"
+#include "framework_sched/row_sum_kernel.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
@@ -108,14 +109,7 @@ TEST(FrameworkGpuFacts, FollowTheDevicesReport) {
 // little shared memory for the tree gets one thread per output instead.
 TEST(FrameworkGpuFacts, GroupedReduceWorkgroupIsFourWaves) {
   constexpr int64_t outs = 3, len = 5000;
-  const Node out = make_node(Op::PARAM, DType::float32, {}, {0, outs});
-  const Node in = make_node(Op::PARAM, DType::float32, {}, {1, outs * len});
-  const Node o = make_node(Op::RANGE, kIndex, {}, {0, outs, 0});
-  const Node r = make_node(Op::RANGE, kIndex, {}, {1, len, 1});
-  const Node idx = make_node(Op::ADD, kIndex, {make_node(Op::MUL, kIndex, {o, const_node(kIndex, len)}), r});
-  const Node sum = make_node(Op::REDUCE, DType::float32, {make_node(Op::LOAD, DType::float32, {in, idx}), r},
-                             {static_cast<int64_t>(Op::ADD)});
-  const Node kernel = make_node(Op::KERNEL, DType::float32, {make_node(Op::STORE, DType::float32, {out, o, sum})});
+  const Node kernel = row_sum_kernel(outs, len);
 
   const RenderedKernel w64 = render_c(kernel, target_facts(gpu_info("sim-kfd", 64, 304, 64 * 1024), 1, true));
   EXPECT_EQ(w64.local, (std::array<uint32_t, 3>{256, 1, 1}));
