@@ -65,6 +65,15 @@ class GraphFuzz : public GraphFixture {
   // compared with eager execution from the same starting memory.
   void run_case(uint64_t seed);
 
+  // The buffers in snapshot order (fixed, then the input alternatives), with their owners, for a failure message.
+  std::string buffer_addresses() const {
+    std::string out = "  buffers:";
+    for (const auto* m : fixed_) out += cat(" ", hex(m->va()));
+    out += " | inputs:";
+    for (const auto* m : alternatives_) out += cat(" ", hex(m->va()));
+    return out + "\n";
+  }
+
   std::vector<std::unique_ptr<Program>> adds_;                    // per device
   std::vector<conformance::DeviceMemory*> fixed_, alternatives_;  // alternatives_[2*i + k]: input i, choice k
 };
@@ -148,13 +157,26 @@ void GraphFuzz::run_case(uint64_t seed) {
     for (const auto& v : vars) run_eager(calls, v);
     const auto eager = snapshot();
     if (replayed != eager) {
-      size_t first = 0;
-      while (replayed[first] == eager[first]) ++first;
+      // Every differing word (the first few): its buffer and byte offset, and the value it started the round with,
+      // so a lost write (replay == before) tells itself apart from a stale input or a wrong variable.
+      std::string words;
+      size_t differing = 0;
+      for (size_t w = 0; w < replayed.size(); ++w) {
+        if (replayed[w] == eager[w]) continue;
+        if (++differing <= 8)
+          words += cat("  word ", w, " (buffer ", w / (kBufBytes / 4), " + ", (w % (kBufBytes / 4)) * 4, "): replay ",
+                       replayed[w], ", eager ", eager[w], ", before ", before[w], "\n");
+      }
+      std::string values;
+      for (const auto& v : vars) {
+        values += "  replay variables:";
+        for (uint64_t x : v) values += cat(" ", hex(x));
+        values += "\n";
+      }
       FAIL() << "graph fuzz case seed " << seed << " (HCQ_GRAPH_FUZZ_SEED=" << seed << " reproduces it): round " << r
              << " of " << replays << " replay(s), " << calls.size() << " calls on " << graph.num_queues() << " queues, "
-             << graph.schedule().num_waits() << " waits; first difference at word " << first << ": replay "
-             << replayed[first] << ", eager " << eager[first] << "\n"
-             << describe(graph, calls);
+             << graph.schedule().num_waits() << " waits; " << differing << " words differ:\n"
+             << words << values << describe(graph, calls) << buffer_addresses();
     }
   }
 }
