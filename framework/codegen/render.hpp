@@ -19,6 +19,9 @@ struct RenderedKernel {
   uint32_t num_bufs = 0;
   double flops = 0;  // per launch, for HCQ_DEBUG=2
   double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
+  // The optimisations applied, as (operation, axis, amount) in tinygrad's spelling, e.g. "THREAD(0,2) UPCAST(0,6)
+  // UPCAST(1,64) PACK(1)": axes count the output ranges in order, then the reduce ranges. For HCQ_DEBUG=2.
+  std::string opts;
 };
 
 // C for the HCQ kernel ABI, for any target (target.hpp): ranges become loops, reduces accumulators, loop-invariant

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -143,8 +144,21 @@ class CRenderer {
     if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= 32768)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
-    choose_upcast(kernel, out_ranges);
-    if (lane_) rk.name += tag("_up", upcast_);
+    if (choose_tile(kernel, out_ranges)) {
+      // The tile's rows are the rows split over the workers (render_tile).
+      groups = static_cast<uint32_t>(std::min<int64_t>(tile_.i->i[1] / tile_.rows, facts_.workers));
+      if (work < 32768) groups = 1;
+      rk.global = {groups, 1, 1};
+      rk.name += tag("_up", tile_.rows) + tag("x", upcast_);
+      rk.opts = tile_opts(groups, out_ranges);
+    } else {
+      choose_upcast(kernel, out_ranges);
+      if (lane_) rk.name += tag("_up", upcast_);
+      if (groups > 1) rk.opts = tag("THREAD(0,", groups) + ")";
+      if (lane_)
+        rk.opts += std::string(rk.opts.empty() ? "" : " ") + tag("UPCAST(", axis_of(lane_, out_ranges)) +
+                   tag(",", upcast_) + ")";
+    }
     // GPU vectors keep the kernel's name (tests and fault messages name kernels by shape); HCQ_DEBUG=4 shows them.
     choose_vectors(kernel, out_ranges);
 
@@ -155,7 +169,8 @@ class CRenderer {
       group_ = group_threads(kernel, out_ranges);
       cur = group_ ? gpu_group_grid(out_ranges, rk) : gpu_grid(out_ranges, rk);
     }
-    for (size_t k = 0; k < out_ranges.size() && facts_.target == Target::cpu; ++k) {
+    if (tile_.i) cur = render_tile(out_ranges, groups);
+    for (size_t k = 0; k < out_ranges.size() && facts_.target == Target::cpu && !tile_.i; ++k) {
       const NodeData* r = out_ranges[k];
       if (k == 0 && groups > 1) {
         int64_t chunk = (r->i[1] + groups - 1) / groups;
@@ -366,6 +381,219 @@ class CRenderer {
     lane_ = r;
     upcast_ = u;
     deps_.clear();
+  }
+
+  // Register tiles (tinygrad's UPCAST on two axes, for matmul-shaped reduces on the CPU device): a kernel whose one
+  // reduce is a float32 sum over one range k of a product of two plain loads, A (reads a row range i, not j) and B
+  // (reads a column range j contiguously, not i), computes R rows by NW columns per step: R*W accumulators of NW/W
+  // floats each held in vector registers (clang's ext_vector_type), per k one vector load of B per W and one
+  // broadcast of A per row, so each loaded value feeds W or R multiply-adds instead of one. The tile's sums go through
+  // a small array into the epilogue (bias, activation: the rest of the kernel), which runs on NW-wide lanes per row
+  // (choose_upcast's machinery). Loop order: columns outside rows, so the K x NW panel of B stays in cache over all
+  // the rows of a worker; the panel is first packed contiguous (PACK) when the rows are many, since B's rows are N
+  // floats apart and a power-of-two stride maps every one of them into the same few cache sets.
+  struct Tile {
+    const NodeData* i = nullptr;       // rows
+    const NodeData* j = nullptr;       // columns
+    const NodeData* k = nullptr;       // the reduce range
+    const NodeData* reduce = nullptr;  // its REDUCE
+    const NodeData* a = nullptr;       // the row operand's LOAD
+    const NodeData* b = nullptr;       // the column operand's LOAD
+    int64_t rows = 1, vectors = 1, width = 16;
+    bool pack = false;    // B's K x NW panel copied contiguous first (PACK)
+    bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
+  };
+
+  // Index arithmetic that tile code may print with some ranges replaced (the memoised emit() cannot: a node's name
+  // is fixed once emitted).
+  static bool plain_index(const NodeData* n) {
+    switch (n->op) {
+      case Op::CONST:
+      case Op::RANGE: return true;
+      case Op::ADD:
+      case Op::MUL: return plain_index(n->src[0].get()) && plain_index(n->src[1].get());
+      case Op::IDIV:
+      case Op::MOD: return n->src[1]->op == Op::CONST && n->src[1]->const_value() > 0 && plain_index(n->src[0].get());
+      default: return false;
+    }
+  }
+  std::string index_c(const NodeData* n, const std::unordered_map<const NodeData*, std::string>& at) {
+    switch (n->op) {
+      case Op::CONST: return literal(n->dtype, n->const_value());
+      case Op::RANGE: {
+        auto it = at.find(n);
+        return it != at.end() ? it->second : names_.at(n);
+      }
+      case Op::ADD: return "(" + index_c(n->src[0].get(), at) + " + " + index_c(n->src[1].get(), at) + ")";
+      case Op::MUL: return "(" + index_c(n->src[0].get(), at) + " * " + index_c(n->src[1].get(), at) + ")";
+      case Op::IDIV: return "(" + index_c(n->src[0].get(), at) + " / " + index_c(n->src[1].get(), at) + ")";
+      case Op::MOD: return "(" + index_c(n->src[0].get(), at) + " % " + index_c(n->src[1].get(), at) + ")";
+      default: break;
+    }
+    throw InvalidArgument(cat("render_c: a ", op_name(n->op), " node in a register tile's index"));
+  }
+
+  bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
+    const NodeData* reduce = nullptr;
+    for (const NodeData* n : toposort({kernel})) {
+      if (n->op == Op::BUFFERIZE) return false;
+      if (n->op != Op::REDUCE) continue;
+      if (reduce) return false;
+      reduce = n;
+    }
+    if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
+        reduce->src.size() != 2 || reduce->src[0]->op != Op::MUL)
+      return false;
+    auto plain_load = [](const NodeData* n) {
+      return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM && n->dtype == DType::float32 &&
+             plain_index(n->src[1].get());
+    };
+    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
+      return std::find(v.begin(), v.end(), r) != v.end();
+    };
+    const NodeData* body = reduce->src[0].get();
+    for (int first = 0; first < 2; ++first) {
+      Tile t;
+      t.a = body->src[first].get();
+      t.b = body->src[1 - first].get();
+      if (!plain_load(t.a) || !plain_load(t.b)) return false;
+      const std::vector<const NodeData*> da = deps(t.a->src[1].get()), db = deps(t.b->src[1].get());
+      // Columns: a range B reads and A does not, contiguous in B if one is (else B is gathered into the panel).
+      for (const NodeData* r : out_ranges) {
+        if (has(db, r) && !has(da, r) && (!t.j || coefficient(t.b->src[1].get(), r) == 1)) t.j = r;
+        if (has(da, r) && !has(db, r)) t.i = r;
+      }
+      if (!t.i || !t.j) continue;
+      t.gather = coefficient(t.b->src[1].get(), t.j) != 1;
+      t.k = reduce->src[1].get();
+      t.reduce = reduce;
+      if (!pick_tile_shape(t)) return false;
+      tile_ = t;
+      lane_ = t.j;
+      upcast_ = t.vectors * t.width;
+      deps_.clear();
+      return true;
+    }
+    return false;
+  }
+
+  // R rows by W vectors: the most accumulators that leave registers for B's W vectors and A's broadcast (32 vector
+  // registers with AVX-512, 16 with AVX2), among the shapes that divide the output exactly.
+  bool pick_tile_shape(Tile& t) const {
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    struct Shape {
+      int64_t rows, vectors;
+    };
+    static constexpr Shape kAvx512[] = {{6, 4}, {12, 2}, {4, 4}, {8, 2}, {6, 2}, {3, 4}, {4, 2}, {2, 4},
+                                        {8, 1}, {4, 1},  {2, 2}, {2, 1}, {1, 4}, {1, 2}, {1, 1}};
+    static constexpr Shape kAvx2[] = {{6, 2}, {4, 2}, {3, 2}, {2, 2}, {4, 1}, {2, 1}, {1, 2}, {1, 1}};
+    t.width = avx512 ? 16 : 8;
+    const int64_t M = t.i->i[1], N = t.j->i[1], K = t.k->i[1];
+    const std::span<const Shape> shapes = avx512 ? std::span<const Shape>(kAvx512) : std::span<const Shape>(kAvx2);
+    for (const Shape& s : shapes) {
+      if (M % s.rows != 0 || N % (s.vectors * t.width) != 0) continue;
+      t.rows = s.rows;
+      t.vectors = s.vectors;
+      // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack.
+      const int64_t row_steps = M / s.rows / std::max<int64_t>(1, facts_.workers);
+      const bool fits = K * s.vectors * t.width * 4 <= 512 * 1024;
+      t.pack = row_steps >= 2 && fits;
+      if (t.gather && !fits) return false;  // a strided B is only read through the panel
+      t.pack = t.pack || t.gather;
+      return true;
+    }
+    return false;
+  }
+
+  static int64_t axis_of(const NodeData* r, const std::vector<const NodeData*>& out_ranges) {
+    return std::find(out_ranges.begin(), out_ranges.end(), r) - out_ranges.begin();
+  }
+
+  std::string tile_opts(uint32_t groups, const std::vector<const NodeData*>& out_ranges) const {
+    const int64_t i = axis_of(tile_.i, out_ranges), j = axis_of(tile_.j, out_ranges);
+    std::string s = groups > 1 ? tag("THREAD(", i) + tag(",", groups) + ") " : std::string();
+    s += tag("UPCAST(", i) + tag(",", tile_.rows) + tag(") UPCAST(", j) + tag(",", upcast_) + ")";
+    return tile_.pack ? s + tag(" PACK(", j) + ")" : s;
+  }
+
+  // The tile's loops and micro-kernel; returns the epilogue's scope (one row of the tile, NW lanes).
+  Scope* render_tile(const std::vector<const NodeData*>& out_ranges, uint32_t groups) {
+    const Tile& t = tile_;
+    const int64_t M = t.i->i[1], N = t.j->i[1], K = t.k->i[1], R = t.rows, W = t.vectors, V = t.width;
+    helpers_.try_emplace("hcq_vf", tag("typedef float hcq_vf __attribute__((ext_vector_type(", V) +
+                                       tag(")));\ntypedef float hcq_vfu __attribute__((ext_vector_type(", V) +
+                                       "), aligned(4)));\n");
+    const std::string unroll = "_Pragma(\"clang loop unroll(full)\") ";
+    const std::string bA = tag("b", t.a->src[0]->i[0]), bB = tag("b", t.b->src[0]->i[0]);
+    Scope* cur = &root_;
+    for (const NodeData* r : out_ranges)
+      if (r != t.i && r != t.j) cur = open_loop(cur, r, "0", std::to_string(r->i[1]));
+    cur = open_loop(cur, t.j, "0", std::to_string(N));  // steps by upcast_ (lane_ is j)
+    const std::string rj = names_.at(t.j);
+    const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
+    std::string panel;
+    if (t.pack) {
+      panel = tag("pk", next_var_++);
+      cur->lines.push_back("hcq_vf " + panel + tag("[", K) + tag("][", W) + "];");
+      const std::string loops = tag("for (int64_t tk = 0; tk < ", K) + "; ++tk) " + unroll +
+                                tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
+      if (t.gather) {
+        const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
+        cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[tk][tw][tv] = " +
+                             bB + "[" + index_c(t.b->src[1].get(), {{t.j, lane}, {t.k, "tk"}}) + "];");
+      } else {
+        cur->lines.push_back(loops + panel + "[tk][tw] = *(const hcq_vfu*)&" + bB + "[" +
+                             index_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "];");
+      }
+    }
+    // The rows: this workgroup's share of them when there are several, in steps of R.
+    const std::string ri = tag("r", t.i->i[0]);
+    std::string from = "0", to = std::to_string(M);
+    if (groups > 1) {
+      const int64_t chunk = ((M + groups - 1) / groups + R - 1) / R * R;
+      root_.lines.push_back(tag("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * ", chunk) + ";");
+      root_.lines.push_back(tag("const int64_t hi = lo + ", chunk) + tag(" < ", M) + tag(" ? lo + ", chunk) +
+                            tag(" : ", M) + ";");
+      from = "lo";
+      to = "hi";
+    }
+    Scope* rows = open_scope(
+        cur, "for (int64_t " + ri + " = " + from + "; " + ri + " < " + to + "; " + ri + tag(" += ", R) + ") {");
+    names_[t.i] = ri;
+    range_scope_[t.i] = rows;
+    const std::string acc = tag("tacc", next_var_++), tile = tag("tile", next_var_++);
+    rows->lines.push_back(std::string("float ") + tile + tag("[", R) + tag("][", W * V) + "];");
+    rows->lines.push_back("{");
+    rows->lines.push_back(std::string("  hcq_vf ") + acc + tag("[", R) + tag("][", W) + "];");
+    rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
+                          tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc + "[tu][tw] = 0.0f;");
+    rows->lines.push_back(tag("  for (int64_t tk = 0; tk < ", K) + "; ++tk) {");
+    rows->lines.push_back(tag("    hcq_vf bv[", W) + "];");
+    const std::string bload =
+        t.pack ? panel + "[tk][tw]"
+               : "*(const hcq_vfu*)&" + bB + "[" + index_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "]";
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) bv[tw] = " + bload + ";");
+    const std::string row = "(" + ri + " + tu)";
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
+    rows->lines.push_back("      const float av = " + bA + "[" + index_c(t.a->src[1].get(), {{t.i, row}, {t.k, "tk"}}) +
+                          "];");
+    rows->lines.push_back("      " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc +
+                          "[tu][tw] += av * bv[tw];");
+    rows->lines.push_back("    }");
+    rows->lines.push_back("  }");
+    rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
+                          tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) *(hcq_vfu*)&" + tile + tag("[tu][tw * ", V) +
+                          "] = " + acc + "[tu][tw];");
+    rows->lines.push_back("}");
+    // The epilogue, per row of the tile: the reduce's value is the row's sums, lane u of NW.
+    Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
+    const std::string sums = tag("trow", next_var_++);
+    epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
+    names_[t.i] = row;
+    range_scope_[t.i] = epilogue;
+    names_[t.reduce] = sums;
+    return epilogue;
   }
 
   // GPU vectors (tinygrad's UPCAST on GPUs): an elementwise kernel whose output is float32 or a half type and whose
@@ -749,6 +977,7 @@ class CRenderer {
 
   TargetFacts facts_;
   Scope root_;
+  Tile tile_;                                   // register tiles (choose_tile): tile_.i set when chosen
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;

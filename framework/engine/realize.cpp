@@ -269,10 +269,11 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       }
       const double us = secs.value_or(0) * 1e6;
       const RenderedKernel& rk = st.kernel->rendered;
-      std::fprintf(
-          stderr, "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s\n",
-          rk.name.c_str(), st.device.c_str(), st.global[0], st.global[1], st.global[2], st.local[0], st.local[1],
-          st.local[2], us, us > 0 ? rk.bytes / us / 1e3 : 0.0, us > 0 ? rk.flops / us / 1e3 : 0.0);
+      std::fprintf(stderr,
+                   "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s%s%s\n",
+                   rk.name.c_str(), st.device.c_str(), st.global[0], st.global[1], st.global[2], st.local[0],
+                   st.local[1], st.local[2], us, us > 0 ? rk.bytes / us / 1e3 : 0.0, us > 0 ? rk.flops / us / 1e3 : 0.0,
+                   rk.opts.empty() ? "" : "  opts ", rk.opts.c_str());
       if (debug >= 4) std::fprintf(stderr, "%s\n", rk.source.c_str());
     } else {
       if (batch && batch->device().name() != st.device) flush();

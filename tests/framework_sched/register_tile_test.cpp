@@ -1,0 +1,133 @@
+// Register tiles for matmul-shaped reduces on the CPU device (render_c.cpp, choose_tile): which kernels get them and
+// in what shape (rendered directly, asserted exactly), and that the tiled kernels compute what a double loop does,
+// for the shapes that take each path: exact tiles, several workers, a strided right operand gathered into the
+// packed panel, a batch axis outside the tile, an epilogue, one-element reduces.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/codegen/render.hpp"
+#include "framework/codegen/target.hpp"
+#include "hcq/tensor.hpp"
+
+namespace hcq::fw {
+namespace {
+
+// out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`), built as the lowering would.
+Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false) {
+  const Node out = make_node(Op::PARAM, DType::float32, {}, {0, M * N});
+  const Node a = make_node(Op::PARAM, DType::float32, {}, {1, M * K});
+  const Node b = make_node(Op::PARAM, DType::float32, {}, {2, K * N});
+  const Node i = make_node(Op::RANGE, kIndex, {}, {0, M, 0});
+  const Node j = make_node(Op::RANGE, kIndex, {}, {1, N, 0});
+  const Node k = make_node(Op::RANGE, kIndex, {}, {2, K, 1});
+  auto mul = [](const Node& x, int64_t c) { return make_node(Op::MUL, kIndex, {x, const_node(kIndex, c)}); };
+  auto add = [](const Node& x, const Node& y) { return make_node(Op::ADD, kIndex, {x, y}); };
+  const Node a_idx = add(mul(i, K), k);
+  const Node b_idx = b_transposed ? add(mul(j, K), k) : add(mul(k, N), j);
+  const Node product =
+      make_node(Op::MUL, DType::float32,
+                {make_node(Op::LOAD, DType::float32, {a, a_idx}), make_node(Op::LOAD, DType::float32, {b, b_idx})});
+  const Node sum = make_node(Op::REDUCE, DType::float32, {product, k}, {static_cast<int64_t>(Op::ADD)});
+  return make_node(Op::KERNEL, DType::float32, {make_node(Op::STORE, DType::float32, {out, add(mul(i, N), j), sum})});
+}
+
+TargetFacts cpu_facts(unsigned workers, bool optimize = true) {
+  DeviceInfo info;
+  info.name = "hand-made";
+  info.interface = "cpu";
+  info.arch = "x86_64";
+  return target_facts(info, workers, optimize);
+}
+
+// The tile's columns are vectors of the CPU's width: 16 floats with AVX-512, 8 with AVX2 (render_c.cpp).
+const bool kAvx512 = __builtin_cpu_supports("avx512f");
+
+TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
+  // 48 rows, 128 columns: 6 rows by 4 vectors (AVX-512: 24 accumulators), the panel packed (4 row steps per worker).
+  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
+  if (kAvx512) {
+    EXPECT_EQ(mm.name, "r_48_128_37_up6x64");
+    EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,64) PACK(1)");
+  } else {
+    EXPECT_EQ(mm.name, "r_48_128_37_up6x16");
+    EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)");
+  }
+  EXPECT_EQ(mm.global, (std::array<uint32_t, 3>{2, 1, 1}));
+  EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type("), std::string::npos) << mm.source;
+
+  // One worker, 4 rows: a single row step, so no packing.
+  const RenderedKernel small = render_c(matmul_kernel(4, 5, 64), cpu_facts(1));
+  EXPECT_EQ(small.opts, kAvx512 ? "UPCAST(0,4) UPCAST(1,64)" : "UPCAST(0,4) UPCAST(1,16)") << small.source;
+  EXPECT_EQ(small.source.find("pk"), std::string::npos) << small.source;
+
+  // B read across its rows (b[j, k]): its lanes are gathered into the panel.
+  const RenderedKernel t = render_c(matmul_kernel(24, 53, 96, true), cpu_facts(2));
+  EXPECT_EQ(t.opts,
+            kAvx512 ? "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)" : "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)")
+      << t.source;
+  EXPECT_NE(t.source.find("[tk][tw][tv] = b2["), std::string::npos) << t.source;
+
+  // Columns that no vector width divides, and no optimisation at all: the plain loops.
+  EXPECT_EQ(render_c(matmul_kernel(48, 37, 10), cpu_facts(2)).name, "r_48_10_37");
+  const RenderedKernel noopt = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, false));
+  EXPECT_EQ(noopt.name, "r_48_128_37");
+  EXPECT_EQ(noopt.opts, "");
+}
+
+std::vector<float> values(size_t n, float scale, size_t salt) {
+  std::vector<float> v(n);
+  for (size_t k = 0; k < n; ++k) v[k] = scale * (static_cast<float>((k * 7919 + salt) % 23) - 11.0f) / 11.0f;
+  return v;
+}
+
+// Runs optimised (register tiles) and under HCQ_NOOPT=1; both against double loops.
+class FrameworkRegisterTileValues : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) ::setenv("HCQ_NOOPT", "1", 1);
+  }
+  void TearDown() override { ::unsetenv("HCQ_NOOPT"); }
+
+  // relu(a @ b + bias) for a [batch, M, K] and b [K, N] (or b given as [N, K] and transposed).
+  void check(int64_t batch, int64_t M, int64_t K, int64_t N, bool b_transposed) {
+    const std::vector<float> av = values(batch * M * K, 1.0f, 1), bv = values(K * N, 0.5f, 2), cv = values(N, 2.0f, 3);
+    Tensor a(av, {batch, M, K}), bias(cv, {N});
+    Tensor b = b_transposed ? Tensor(bv, {N, K}).transpose() : Tensor(bv, {K, N});
+    const std::vector<float> got = (a.matmul(b) + bias).relu().data<float>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(batch * M * N));
+    for (int64_t s = 0; s < batch; ++s)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double want = cv[static_cast<size_t>(j)];
+          for (int64_t k = 0; k < K; ++k) {
+            const double x = av[static_cast<size_t>((s * M + i) * K + k)];
+            want += x * bv[static_cast<size_t>(b_transposed ? j * K + k : k * N + j)];
+          }
+          want = std::max(want, 0.0);
+          ASSERT_NEAR(got[static_cast<size_t>((s * M + i) * N + j)], want, 1e-4 * (1 + std::abs(want)))
+              << "batch " << s << ", row " << i << ", column " << j;
+        }
+  }
+};
+
+TEST_P(FrameworkRegisterTileValues, ExactTilesOverTwoWorkers) { check(1, 96, 64, 128, false); }
+TEST_P(FrameworkRegisterTileValues, PrimeReduceAndOneElementReduce) {
+  check(1, 48, 37, 128, false);
+  check(1, 16, 1, 64, false);
+}
+TEST_P(FrameworkRegisterTileValues, StridedRightOperandIsGathered) { check(1, 24, 53, 96, true); }
+TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) { check(3, 12, 17, 32, false); }
+TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
+  check(1, 128, 784, 128, false);
+  check(1, 128, 128, 784, true);  // the first layer's input gradient: g @ W^T
+}
+
+INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkRegisterTileValues, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "NoOpt" : "Opt"; });
+
+}  // namespace
+}  // namespace hcq::fw
