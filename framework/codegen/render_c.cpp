@@ -404,33 +404,25 @@ class CRenderer {
     bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
   };
 
-  // Index arithmetic that tile code may print with some ranges replaced (the memoised emit() cannot: a node's name
-  // is fixed once emitted).
-  static bool plain_index(const NodeData* n) {
-    switch (n->op) {
-      case Op::CONST:
-      case Op::RANGE: return true;
-      case Op::ADD:
-      case Op::MUL: return plain_index(n->src[0].get()) && plain_index(n->src[1].get());
-      case Op::IDIV:
-      case Op::MOD: return n->src[1]->op == Op::CONST && n->src[1]->const_value() > 0 && plain_index(n->src[0].get());
-      default: return false;
-    }
+  // A value of the reduce's body as one C expression with some ranges replaced (the memoised emit() cannot: a node's
+  // name is fixed once emitted): A per row and k, B per column and k. Operands are small trees (loads, casts, a
+  // mask), so printing shared subtrees twice costs nothing that matters.
+  static bool printable(const NodeData* n) {
+    if (n->op == Op::REDUCE || n->op == Op::BUFFERIZE) return false;
+    for (const Node& s : n->src)
+      if (!printable(s.get())) return false;
+    return true;
   }
-  std::string index_c(const NodeData* n, const std::unordered_map<const NodeData*, std::string>& at) {
-    switch (n->op) {
-      case Op::CONST: return literal(n->dtype, n->const_value());
-      case Op::RANGE: {
-        auto it = at.find(n);
-        return it != at.end() ? it->second : names_.at(n);
-      }
-      case Op::ADD: return "(" + index_c(n->src[0].get(), at) + " + " + index_c(n->src[1].get(), at) + ")";
-      case Op::MUL: return "(" + index_c(n->src[0].get(), at) + " * " + index_c(n->src[1].get(), at) + ")";
-      case Op::IDIV: return "(" + index_c(n->src[0].get(), at) + " / " + index_c(n->src[1].get(), at) + ")";
-      case Op::MOD: return "(" + index_c(n->src[0].get(), at) + " % " + index_c(n->src[1].get(), at) + ")";
-      default: break;
+  std::string value_c(const NodeData* n, const std::unordered_map<const NodeData*, std::string>& at) {
+    if (n->op == Op::RANGE) {
+      auto it = at.find(n);
+      return it != at.end() ? it->second : names_.at(n);
     }
-    throw InvalidArgument(cat("render_c: a ", op_name(n->op), " node in a register tile's index"));
+    if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
+    if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    std::vector<std::string> a;
+    for (const Node& s : n->src) a.push_back(value_c(s.get(), at));
+    return "(" + expr(n, a) + ")";
   }
 
   bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
@@ -445,37 +437,44 @@ class CRenderer {
     if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
         reduce->src.size() != 2 || reduce->src[0]->op != Op::MUL)
       return false;
-    auto plain_load = [](const NodeData* n) {
-      return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM && n->dtype == DType::float32 &&
-             plain_index(n->src[1].get());
-    };
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
     const NodeData* body = reduce->src[0].get();
+    const NodeData* k = reduce->src[1].get();
     for (int first = 0; first < 2; ++first) {
       Tile t;
       t.a = body->src[first].get();
       t.b = body->src[1 - first].get();
-      if (!plain_load(t.a) || !plain_load(t.b)) return false;
-      const std::vector<const NodeData*> da = deps(t.a->src[1].get()), db = deps(t.b->src[1].get());
-      // Columns: a range B reads and A does not, contiguous in B if one is (else B is gathered into the panel).
+      if (t.a->dtype != DType::float32 || !printable(t.a) || !printable(t.b)) return false;
+      const std::vector<const NodeData*> da = deps(t.a), db = deps(t.b);
+      if (!has(da, k) || !has(db, k)) continue;
+      // Columns: a range B reads and A does not, one B loads contiguously if there is one. B is then one vector
+      // load per k when it is exactly such a load; anything else (a strided load, a masked gradient, a cast) is
+      // computed lane by lane into the packed panel.
       for (const NodeData* r : out_ranges) {
-        if (has(db, r) && !has(da, r) && (!t.j || coefficient(t.b->src[1].get(), r) == 1)) t.j = r;
+        const bool contiguous = t.b->op == Op::LOAD && t.b->src.size() == 2 && coefficient(t.b->src[1].get(), r) == 1;
+        if (has(db, r) && !has(da, r) && (!t.j || contiguous)) t.j = r;
         if (has(da, r) && !has(db, r)) t.i = r;
       }
       if (!t.i || !t.j) continue;
-      t.gather = coefficient(t.b->src[1].get(), t.j) != 1;
-      t.k = reduce->src[1].get();
+      t.gather = !(t.b->op == Op::LOAD && t.b->src.size() == 2 && t.b->src[0]->op == Op::PARAM &&
+                   t.b->dtype == DType::float32 && coefficient(t.b->src[1].get(), t.j) == 1);
+      t.k = k;
       t.reduce = reduce;
-      if (!pick_tile_shape(t)) return false;
-      tile_ = t;
-      lane_ = t.j;
-      upcast_ = t.vectors * t.width;
-      deps_.clear();
-      return true;
+      if (!pick_tile_shape(t)) continue;
+      // Both operands may serve as the rows' one: the more accumulators win (then the one without a gather).
+      auto better = [](const Tile& x, const Tile& y) {
+        return x.rows * x.vectors != y.rows * y.vectors ? x.rows * x.vectors > y.rows * y.vectors
+                                                        : !x.gather && y.gather;
+      };
+      if (!tile_.i || better(t, tile_)) tile_ = t;
     }
-    return false;
+    if (!tile_.i) return false;
+    lane_ = tile_.j;
+    upcast_ = tile_.vectors * tile_.width;
+    deps_.clear();
+    return true;
   }
 
   // R rows by W vectors: the most accumulators that leave registers for B's W vectors and A's broadcast (32 vector
@@ -525,7 +524,7 @@ class CRenderer {
                                        tag(")));\ntypedef float hcq_vfu __attribute__((ext_vector_type(", V) +
                                        "), aligned(4)));\n");
     const std::string unroll = "_Pragma(\"clang loop unroll(full)\") ";
-    const std::string bA = tag("b", t.a->src[0]->i[0]), bB = tag("b", t.b->src[0]->i[0]);
+    const std::string bB = t.gather ? std::string() : tag("b", t.b->src[0]->i[0]);  // B as one plain load
     Scope* cur = &root_;
     for (const NodeData* r : out_ranges)
       if (r != t.i && r != t.j) cur = open_loop(cur, r, "0", std::to_string(r->i[1]));
@@ -540,11 +539,11 @@ class CRenderer {
                                 tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
       if (t.gather) {
         const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
-        cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[tk][tw][tv] = " +
-                             bB + "[" + index_c(t.b->src[1].get(), {{t.j, lane}, {t.k, "tk"}}) + "];");
+        cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel +
+                             "[tk][tw][tv] = " + value_c(t.b, {{t.j, lane}, {t.k, "tk"}}) + ";");
       } else {
         cur->lines.push_back(loops + panel + "[tk][tw] = *(const hcq_vfu*)&" + bB + "[" +
-                             index_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "];");
+                             value_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "];");
       }
     }
     // The rows: this workgroup's share of them when there are several, in steps of R.
@@ -572,12 +571,11 @@ class CRenderer {
     rows->lines.push_back(tag("    hcq_vf bv[", W) + "];");
     const std::string bload =
         t.pack ? panel + "[tk][tw]"
-               : "*(const hcq_vfu*)&" + bB + "[" + index_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "]";
+               : "*(const hcq_vfu*)&" + bB + "[" + value_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "]";
     rows->lines.push_back("    " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) bv[tw] = " + bload + ";");
     const std::string row = "(" + ri + " + tu)";
     rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
-    rows->lines.push_back("      const float av = " + bA + "[" + index_c(t.a->src[1].get(), {{t.i, row}, {t.k, "tk"}}) +
-                          "];");
+    rows->lines.push_back("      const float av = " + value_c(t.a, {{t.i, row}, {t.k, "tk"}}) + ";");
     rows->lines.push_back("      " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc +
                           "[tu][tw] += av * bv[tw];");
     rows->lines.push_back("    }");

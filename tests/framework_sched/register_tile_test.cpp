@@ -69,10 +69,14 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   EXPECT_EQ(t.opts,
             kAvx512 ? "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)" : "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)")
       << t.source;
-  EXPECT_NE(t.source.find("[tk][tw][tv] = b2["), std::string::npos) << t.source;
+  EXPECT_NE(t.source.find("[tk][tw][tv] = (b2["), std::string::npos) << t.source;
 
-  // Columns that no vector width divides, and no optimisation at all: the plain loops.
-  EXPECT_EQ(render_c(matmul_kernel(48, 37, 10), cpu_facts(2)).name, "r_48_10_37");
+  // 10 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
+  const RenderedKernel swapped = render_c(matmul_kernel(48, 37, 10), cpu_facts(2));
+  EXPECT_EQ(swapped.name, "r_48_10_37_up2x16");
+  EXPECT_EQ(swapped.opts, "UPCAST(1,2) UPCAST(0,16) PACK(0)");
+  // Neither side divisible, and no optimisation at all: the plain loops.
+  EXPECT_EQ(render_c(matmul_kernel(7, 37, 10), cpu_facts(2)).name, "r_7_10_37");
   const RenderedKernel noopt = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, false));
   EXPECT_EQ(noopt.name, "r_48_128_37");
   EXPECT_EQ(noopt.opts, "");
@@ -121,9 +125,28 @@ TEST_P(FrameworkRegisterTileValues, PrimeReduceAndOneElementReduce) {
 }
 TEST_P(FrameworkRegisterTileValues, StridedRightOperandIsGathered) { check(1, 24, 53, 96, true); }
 TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) { check(3, 12, 17, 32, false); }
+TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1, 48, 37, 10, false); }
 TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
   check(1, 128, 784, 128, false);
   check(1, 128, 128, 784, true);  // the first layer's input gradient: g @ W^T
+}
+
+// A ReLU layer's weight gradient: x^T @ (g where h > 0), the mask fused into the reduce; the masked operand is
+// computed lane by lane into the panel.
+TEST_P(FrameworkRegisterTileValues, MaskedOperandIsComputedIntoThePanel) {
+  const int64_t B = 32, I = 40, O = 64;
+  const std::vector<float> xv = values(B * I, 1.0f, 4), gv = values(B * O, 0.5f, 5), hv = values(B * O, 1.0f, 6);
+  Tensor x(xv, {B, I}), g(gv, {B, O}), h(hv, {B, O});
+  const std::vector<float> got = x.transpose().matmul((h > 0.0f).where(g, 0.0f)).data<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(I * O));
+  for (int64_t i = 0; i < I; ++i)
+    for (int64_t o = 0; o < O; ++o) {
+      double want = 0;
+      for (int64_t b = 0; b < B; ++b)
+        if (hv[static_cast<size_t>(b * O + o)] > 0)
+          want += double(xv[static_cast<size_t>(b * I + i)]) * gv[static_cast<size_t>(b * O + o)];
+      ASSERT_NEAR(got[static_cast<size_t>(i * O + o)], want, 1e-4) << i << ", " << o;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkRegisterTileValues, ::testing::Values(false, true),
