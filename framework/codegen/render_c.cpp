@@ -107,6 +107,7 @@ class CRenderer {
     for (const NodeData* n : toposort({store->src[1]}))
       if (n->op == Op::RANGE && n->i[2] == 0) out_ranges.push_back(n);
     std::sort(out_ranges.begin(), out_ranges.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
+    out_ranges_ = out_ranges;
 
     RenderedKernel rk;
     rk.num_bufs = 0;
@@ -145,8 +146,10 @@ class CRenderer {
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
     if (choose_tile(kernel, out_ranges)) {
-      // The tile's rows are the rows split over the workers (render_tile).
-      groups = static_cast<uint32_t>(std::min<int64_t>(tile_.i->i[1] / tile_.rows, facts_.workers));
+      // Whole tiles per worker: the split range's extent, in row steps when it is the rows (render_tile).
+      const NodeData* split = tile_split(tile_);
+      const int64_t parts = split == tile_.i ? tile_.i->i[1] / tile_.rows : split->i[1];
+      groups = static_cast<uint32_t>(std::min<int64_t>(parts, facts_.workers));
       if (work < 32768) groups = 1;
       rk.global = {groups, 1, 1};
       rk.name += tag("_up", tile_.rows) + tag("x", upcast_);
@@ -395,7 +398,7 @@ class CRenderer {
   struct Tile {
     const NodeData* i = nullptr;       // rows
     const NodeData* j = nullptr;       // columns
-    const NodeData* k = nullptr;       // the reduce range
+    std::vector<const NodeData*> ks;   // the reduce ranges (a convolution's channel and window: several)
     const NodeData* reduce = nullptr;  // its REDUCE
     const NodeData* a = nullptr;       // the row operand's LOAD
     const NodeData* b = nullptr;       // the column operand's LOAD
@@ -435,40 +438,46 @@ class CRenderer {
       reduce = n;
     }
     if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
-        reduce->src.size() != 2 || reduce->src[0]->op != Op::MUL)
+        reduce->src[0]->op != Op::MUL)
       return false;
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
     const NodeData* body = reduce->src[0].get();
-    const NodeData* k = reduce->src[1].get();
+    std::vector<const NodeData*> ks;
+    for (size_t n = 1; n < reduce->src.size(); ++n) ks.push_back(reduce->src[n].get());
+    auto has_any = [&](const std::vector<const NodeData*>& v) {
+      return std::any_of(ks.begin(), ks.end(), [&](const NodeData* k) { return has(v, k); });
+    };
+    // Every assignment of the operands and of an output range to rows (read by A, not B) and columns (read by B,
+    // not A) is a candidate: the more accumulators win, then one whose B is a plain contiguous load.
+    auto better = [](const Tile& x, const Tile& y) {
+      return x.rows * x.vectors != y.rows * y.vectors ? x.rows * x.vectors > y.rows * y.vectors : !x.gather && y.gather;
+    };
     for (int first = 0; first < 2; ++first) {
-      Tile t;
-      t.a = body->src[first].get();
-      t.b = body->src[1 - first].get();
-      if (t.a->dtype != DType::float32 || !printable(t.a) || !printable(t.b)) return false;
-      const std::vector<const NodeData*> da = deps(t.a), db = deps(t.b);
-      if (!has(da, k) || !has(db, k)) continue;
-      // Columns: a range B reads and A does not, one B loads contiguously if there is one. B is then one vector
-      // load per k when it is exactly such a load; anything else (a strided load, a masked gradient, a cast) is
-      // computed lane by lane into the packed panel.
-      for (const NodeData* r : out_ranges) {
-        const bool contiguous = t.b->op == Op::LOAD && t.b->src.size() == 2 && coefficient(t.b->src[1].get(), r) == 1;
-        if (has(db, r) && !has(da, r) && (!t.j || contiguous)) t.j = r;
-        if (has(da, r) && !has(db, r)) t.i = r;
+      const NodeData* a = body->src[first].get();
+      const NodeData* b = body->src[1 - first].get();
+      if (a->dtype != DType::float32 || !printable(a) || !printable(b)) return false;
+      const std::vector<const NodeData*> da = deps(a), db = deps(b);
+      if (!has_any(da) || !has_any(db)) continue;
+      for (const NodeData* i : out_ranges) {
+        if (!has(da, i) || has(db, i)) continue;
+        for (const NodeData* j : out_ranges) {
+          if (!has(db, j) || has(da, j)) continue;
+          Tile t;
+          t.a = a;
+          t.b = b;
+          t.i = i;
+          t.j = j;
+          t.ks = ks;
+          t.reduce = reduce;
+          // B is one vector load per k when it is a plain load contiguous in j; anything else (a strided load, a
+          // masked gradient, a cast) is computed lane by lane into the packed panel.
+          t.gather = !(b->op == Op::LOAD && b->src.size() == 2 && b->src[0]->op == Op::PARAM &&
+                       b->dtype == DType::float32 && coefficient(b->src[1].get(), j) == 1);
+          if (pick_tile_shape(t) && (!tile_.i || better(t, tile_))) tile_ = t;
+        }
       }
-      if (!t.i || !t.j) continue;
-      t.gather = !(t.b->op == Op::LOAD && t.b->src.size() == 2 && t.b->src[0]->op == Op::PARAM &&
-                   t.b->dtype == DType::float32 && coefficient(t.b->src[1].get(), t.j) == 1);
-      t.k = k;
-      t.reduce = reduce;
-      if (!pick_tile_shape(t)) continue;
-      // Both operands may serve as the rows' one: the more accumulators win (then the one without a gather).
-      auto better = [](const Tile& x, const Tile& y) {
-        return x.rows * x.vectors != y.rows * y.vectors ? x.rows * x.vectors > y.rows * y.vectors
-                                                        : !x.gather && y.gather;
-      };
-      if (!tile_.i || better(t, tile_)) tile_ = t;
     }
     if (!tile_.i) return false;
     lane_ = tile_.j;
@@ -484,25 +493,36 @@ class CRenderer {
     struct Shape {
       int64_t rows, vectors;
     };
-    static constexpr Shape kAvx512[] = {{6, 4}, {12, 2}, {4, 4}, {8, 2}, {6, 2}, {3, 4}, {4, 2}, {2, 4},
-                                        {8, 1}, {4, 1},  {2, 2}, {2, 1}, {1, 4}, {1, 2}, {1, 1}};
-    static constexpr Shape kAvx2[] = {{6, 2}, {4, 2}, {3, 2}, {2, 2}, {4, 1}, {2, 1}, {1, 2}, {1, 1}};
+    // At least 4 accumulators: fewer feed too few multiply-adds per load for a tile to beat the plain loops.
+    static constexpr Shape kAvx512[] = {{6, 4}, {12, 2}, {4, 4}, {8, 2}, {6, 2}, {3, 4},
+                                        {4, 2}, {2, 4},  {8, 1}, {4, 1}, {2, 2}, {1, 4}};
+    static constexpr Shape kAvx2[] = {{6, 2}, {4, 2}, {3, 2}, {2, 2}, {4, 1}};
     t.width = avx512 ? 16 : 8;
-    const int64_t M = t.i->i[1], N = t.j->i[1], K = t.k->i[1];
+    int64_t K = 1;
+    for (const NodeData* k : t.ks) K *= k->i[1];
+    const int64_t M = t.i->i[1], N = t.j->i[1];
     const std::span<const Shape> shapes = avx512 ? std::span<const Shape>(kAvx512) : std::span<const Shape>(kAvx2);
     for (const Shape& s : shapes) {
       if (M % s.rows != 0 || N % (s.vectors * t.width) != 0) continue;
       t.rows = s.rows;
       t.vectors = s.vectors;
-      // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack.
-      const int64_t row_steps = M / s.rows / std::max<int64_t>(1, facts_.workers);
+      // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack. A gathered
+      // panel costs a scalar load per element: only worth it when at least 8 rows use it.
+      const int64_t rows_per_worker = tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
       const bool fits = K * s.vectors * t.width * 4 <= 512 * 1024;
-      t.pack = row_steps >= 2 && fits;
-      if (t.gather && !fits) return false;  // a strided B is only read through the panel
-      t.pack = t.pack || t.gather;
+      if (t.gather && (!fits || rows_per_worker < 8)) return false;  // a strided B is only read through the panel
+      t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
       return true;
     }
     return false;
+  }
+
+  // The output range split over the CPU device's workers: the outermost one outside the tile when there is one (a
+  // batch, a convolution's channels), so every worker keeps whole tiles; else the rows.
+  const NodeData* tile_split(const Tile& t) const {
+    for (const NodeData* r : out_ranges_)
+      if (r != t.i && r != t.j) return r->i[1] >= 2 ? r : t.i;
+    return t.i;
   }
 
   static int64_t axis_of(const NodeData* r, const std::vector<const NodeData*>& out_ranges) {
@@ -511,7 +531,8 @@ class CRenderer {
 
   std::string tile_opts(uint32_t groups, const std::vector<const NodeData*>& out_ranges) const {
     const int64_t i = axis_of(tile_.i, out_ranges), j = axis_of(tile_.j, out_ranges);
-    std::string s = groups > 1 ? tag("THREAD(", i) + tag(",", groups) + ") " : std::string();
+    const int64_t split = axis_of(tile_split(tile_), out_ranges);
+    std::string s = groups > 1 ? tag("THREAD(", split) + tag(",", groups) + ") " : std::string();
     s += tag("UPCAST(", i) + tag(",", tile_.rows) + tag(") UPCAST(", j) + tag(",", upcast_) + ")";
     return tile_.pack ? s + tag(" PACK(", j) + ")" : s;
   }
@@ -519,15 +540,45 @@ class CRenderer {
   // The tile's loops and micro-kernel; returns the epilogue's scope (one row of the tile, NW lanes).
   Scope* render_tile(const std::vector<const NodeData*>& out_ranges, uint32_t groups) {
     const Tile& t = tile_;
-    const int64_t M = t.i->i[1], N = t.j->i[1], K = t.k->i[1], R = t.rows, W = t.vectors, V = t.width;
+    int64_t K = 1;
+    for (const NodeData* k : t.ks) K *= k->i[1];
+    const int64_t N = t.j->i[1], R = t.rows, W = t.vectors, V = t.width;
+    // The reduce ranges: one loop variable each (tk alone, or tk0, tk1, ...), nested outermost first; the panel is
+    // indexed by their flat position.
+    std::string k_loops, k_flat;
+    std::unordered_map<const NodeData*, std::string> k_at;
+    for (size_t n = 0; n < t.ks.size(); ++n) {
+      const std::string v = t.ks.size() == 1 ? std::string("tk") : tag("tk", static_cast<int64_t>(n));
+      k_loops += "for (int64_t " + v + " = 0; " + v + tag(" < ", t.ks[n]->i[1]) + "; ++" + v + ") ";
+      k_flat = k_flat.empty() ? v : "(" + k_flat + tag(") * ", t.ks[n]->i[1]) + " + " + v;
+      k_at[t.ks[n]] = v;
+    }
+    auto at = [&](const NodeData* r, const std::string& v) {
+      std::unordered_map<const NodeData*, std::string> m = k_at;
+      m[r] = v;
+      return m;
+    };
     helpers_.try_emplace("hcq_vf", tag("typedef float hcq_vf __attribute__((ext_vector_type(", V) +
                                        tag(")));\ntypedef float hcq_vfu __attribute__((ext_vector_type(", V) +
                                        "), aligned(4)));\n");
     const std::string unroll = "_Pragma(\"clang loop unroll(full)\") ";
     const std::string bB = t.gather ? std::string() : tag("b", t.b->src[0]->i[0]);  // B as one plain load
+    // This workgroup's share of the split range: [lo, hi) in whole row steps when that is the rows.
+    const NodeData* split = tile_split(t);
+    if (groups > 1) {
+      const int64_t extent = split->i[1], step = split == t.i ? R : 1;
+      const int64_t chunk = ((extent + groups - 1) / groups + step - 1) / step * step;
+      root_.lines.push_back(tag("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * ", chunk) + ";");
+      root_.lines.push_back(tag("const int64_t hi = lo + ", chunk) + tag(" < ", extent) + tag(" ? lo + ", chunk) +
+                            tag(" : ", extent) + ";");
+    }
+    auto bounds = [&](const NodeData* r) {
+      return groups > 1 && r == split ? std::pair<std::string, std::string>("lo", "hi")
+                                      : std::pair<std::string, std::string>("0", std::to_string(r->i[1]));
+    };
     Scope* cur = &root_;
     for (const NodeData* r : out_ranges)
-      if (r != t.i && r != t.j) cur = open_loop(cur, r, "0", std::to_string(r->i[1]));
+      if (r != t.i && r != t.j) cur = open_loop(cur, r, bounds(r).first, bounds(r).second);
     cur = open_loop(cur, t.j, "0", std::to_string(N));  // steps by upcast_ (lane_ is j)
     const std::string rj = names_.at(t.j);
     const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
@@ -535,28 +586,19 @@ class CRenderer {
     if (t.pack) {
       panel = tag("pk", next_var_++);
       cur->lines.push_back("hcq_vf " + panel + tag("[", K) + tag("][", W) + "];");
-      const std::string loops = tag("for (int64_t tk = 0; tk < ", K) + "; ++tk) " + unroll +
-                                tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
+      const std::string loops = k_loops + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
       if (t.gather) {
         const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
-        cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel +
-                             "[tk][tw][tv] = " + value_c(t.b, {{t.j, lane}, {t.k, "tk"}}) + ";");
+        cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[" + k_flat +
+                             "][tw][tv] = " + value_c(t.b, at(t.j, lane)) + ";");
       } else {
-        cur->lines.push_back(loops + panel + "[tk][tw] = *(const hcq_vfu*)&" + bB + "[" +
-                             value_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "];");
+        cur->lines.push_back(loops + panel + "[" + k_flat + "][tw] = *(const hcq_vfu*)&" + bB + "[" +
+                             value_c(t.b->src[1].get(), at(t.j, column)) + "];");
       }
     }
     // The rows: this workgroup's share of them when there are several, in steps of R.
     const std::string ri = tag("r", t.i->i[0]);
-    std::string from = "0", to = std::to_string(M);
-    if (groups > 1) {
-      const int64_t chunk = ((M + groups - 1) / groups + R - 1) / R * R;
-      root_.lines.push_back(tag("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * ", chunk) + ";");
-      root_.lines.push_back(tag("const int64_t hi = lo + ", chunk) + tag(" < ", M) + tag(" ? lo + ", chunk) +
-                            tag(" : ", M) + ";");
-      from = "lo";
-      to = "hi";
-    }
+    const auto [from, to] = bounds(t.i);
     Scope* rows = open_scope(
         cur, "for (int64_t " + ri + " = " + from + "; " + ri + " < " + to + "; " + ri + tag(" += ", R) + ") {");
     names_[t.i] = ri;
@@ -567,15 +609,15 @@ class CRenderer {
     rows->lines.push_back(std::string("  hcq_vf ") + acc + tag("[", R) + tag("][", W) + "];");
     rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
                           tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc + "[tu][tw] = 0.0f;");
-    rows->lines.push_back(tag("  for (int64_t tk = 0; tk < ", K) + "; ++tk) {");
+    rows->lines.push_back("  " + k_loops + "{");
     rows->lines.push_back(tag("    hcq_vf bv[", W) + "];");
-    const std::string bload =
-        t.pack ? panel + "[tk][tw]"
-               : "*(const hcq_vfu*)&" + bB + "[" + value_c(t.b->src[1].get(), {{t.j, column}, {t.k, "tk"}}) + "]";
+    const std::string bload = t.pack
+                                  ? panel + "[" + k_flat + "][tw]"
+                                  : "*(const hcq_vfu*)&" + bB + "[" + value_c(t.b->src[1].get(), at(t.j, column)) + "]";
     rows->lines.push_back("    " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) bv[tw] = " + bload + ";");
     const std::string row = "(" + ri + " + tu)";
     rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
-    rows->lines.push_back("      const float av = " + value_c(t.a, {{t.i, row}, {t.k, "tk"}}) + ";");
+    rows->lines.push_back("      const float av = " + value_c(t.a, at(t.i, row)) + ";");
     rows->lines.push_back("      " + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc +
                           "[tu][tw] += av * bv[tw];");
     rows->lines.push_back("    }");
@@ -976,6 +1018,7 @@ class CRenderer {
   TargetFacts facts_;
   Scope root_;
   Tile tile_;                                   // register tiles (choose_tile): tile_.i set when chosen
+  std::vector<const NodeData*> out_ranges_;     // the kernel's output ranges, by id
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;

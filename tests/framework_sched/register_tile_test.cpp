@@ -11,6 +11,7 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
+#include "hcq/nn.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq::fw {
@@ -71,10 +72,11 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
       << t.source;
   EXPECT_NE(t.source.find("[tk][tw][tv] = (b2["), std::string::npos) << t.source;
 
-  // 10 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
-  const RenderedKernel swapped = render_c(matmul_kernel(48, 37, 10), cpu_facts(2));
-  EXPECT_EQ(swapped.name, "r_48_10_37_up2x16");
-  EXPECT_EQ(swapped.opts, "UPCAST(1,2) UPCAST(0,16) PACK(0)");
+  // 24 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
+  const RenderedKernel swapped = render_c(matmul_kernel(48, 37, 24), cpu_facts(2));
+  EXPECT_EQ(swapped.name, kAvx512 ? "r_48_24_37_up8x16" : "r_48_24_37_up6x16");
+  EXPECT_EQ(swapped.opts,
+            kAvx512 ? "THREAD(1,2) UPCAST(1,8) UPCAST(0,16) PACK(0)" : "THREAD(1,2) UPCAST(1,6) UPCAST(0,16) PACK(0)");
   // Neither side divisible, and no optimisation at all: the plain loops.
   EXPECT_EQ(render_c(matmul_kernel(7, 37, 10), cpu_facts(2)).name, "r_7_10_37");
   const RenderedKernel noopt = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, false));
@@ -125,7 +127,7 @@ TEST_P(FrameworkRegisterTileValues, PrimeReduceAndOneElementReduce) {
 }
 TEST_P(FrameworkRegisterTileValues, StridedRightOperandIsGathered) { check(1, 24, 53, 96, true); }
 TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) { check(3, 12, 17, 32, false); }
-TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1, 48, 37, 10, false); }
+TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1, 48, 37, 24, false); }
 TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
   check(1, 128, 784, 128, false);
   check(1, 128, 128, 784, true);  // the first layer's input gradient: g @ W^T
@@ -147,6 +149,28 @@ TEST_P(FrameworkRegisterTileValues, MaskedOperandIsComputedIntoThePanel) {
           want += double(xv[static_cast<size_t>(b * I + i)]) * gv[static_cast<size_t>(b * O + o)];
       ASSERT_NEAR(got[static_cast<size_t>(i * O + o)], want, 1e-4) << i << ", " << o;
     }
+}
+
+// A convolution reduces over three ranges (input channel, window row, window column): one flat k for the tile.
+// Output columns 16 wide, so the input window is one vector load per k; the batch is the workers' split.
+TEST_P(FrameworkRegisterTileValues, ConvolutionReducesOverThreeRanges) {
+  const int64_t B = 2, C = 3, H = 6, Wd = 18, O = 8, KH = 3, KW = 3, OH = H - KH + 1, OW = Wd - KW + 1;
+  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 7), wv = values(O * C * KH * KW, 0.5f, 8);
+  const std::vector<float> got = nn::conv2d(Tensor(xv, {B, C, H, Wd}), Tensor(wv, {O, C, KH, KW})).data<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(B * O * OH * OW));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x) {
+          double want = 0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx)
+                want += double(xv[static_cast<size_t>(((b * C + c) * H + y + ky) * Wd + x + kx)]) *
+                        wv[static_cast<size_t>(((o * C + c) * KH + ky) * KW + kx)];
+          ASSERT_NEAR(got[static_cast<size_t>(((b * O + o) * OH + y) * OW + x)], want, 1e-4)
+              << b << ", " << o << ", " << y << ", " << x;
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkRegisterTileValues, ::testing::Values(false, true),
