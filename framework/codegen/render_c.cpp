@@ -493,15 +493,27 @@ class CRenderer {
     struct Shape {
       int64_t rows, vectors;
     };
-    // At least 4 accumulators: fewer feed too few multiply-adds per load for a tile to beat the plain loops.
-    static constexpr Shape kAvx512[] = {{6, 4}, {12, 2}, {4, 4}, {8, 2}, {6, 2}, {3, 4},
-                                        {4, 2}, {2, 4},  {8, 1}, {4, 1}, {2, 2}, {1, 4}};
-    static constexpr Shape kAvx2[] = {{6, 2}, {4, 2}, {3, 2}, {2, 2}, {4, 1}};
+    // Every R x W with at least 4 accumulators (fewer feed too few multiply-adds per load to beat the plain loops)
+    // whose accumulators, W vectors of B and A's broadcast fit the vector registers (32 with AVX-512, 16 with AVX2):
+    // the most accumulators first, then the fewest loads per k (R + W).
+    auto shapes_for = [](int64_t registers) {
+      std::vector<Shape> out;
+      for (int64_t w = 1; w <= 4; w *= 2)
+        for (int64_t r = 1; r <= 16; ++r)
+          if (r * w >= 4 && r * w + w + 1 <= registers - 2) out.push_back({r, w});
+      std::sort(out.begin(), out.end(), [](const Shape& x, const Shape& y) {
+        if (x.rows * x.vectors != y.rows * y.vectors) return x.rows * x.vectors > y.rows * y.vectors;
+        return x.rows + x.vectors != y.rows + y.vectors ? x.rows + x.vectors < y.rows + y.vectors
+                                                        : x.vectors > y.vectors;
+      });
+      return out;
+    };
+    static const std::vector<Shape> kAvx512 = shapes_for(32), kAvx2 = shapes_for(16);
     t.width = avx512 ? 16 : 8;
     int64_t K = 1;
     for (const NodeData* k : t.ks) K *= k->i[1];
     const int64_t M = t.i->i[1], N = t.j->i[1];
-    const std::span<const Shape> shapes = avx512 ? std::span<const Shape>(kAvx512) : std::span<const Shape>(kAvx2);
+    const std::vector<Shape>& shapes = avx512 ? kAvx512 : kAvx2;
     for (const Shape& s : shapes) {
       if (M % s.rows != 0 || N % (s.vectors * t.width) != 0) continue;
       t.rows = s.rows;

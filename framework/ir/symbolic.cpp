@@ -520,9 +520,14 @@ struct Split {
 
 Split split_by(const Sum& x, int64_t c) {
   Split out;
+  // A positive coefficient splits as q * c + r with r in [0, c): (19 * a + b) % 18 is (a + b) % 18, which the
+  // bounds may then drop (a sliding window's index, (k + 1) * w + x mod k, becomes w + x). A negative one goes whole
+  // to the quotient when c divides it, else to the rest (split, its rest would only widen what must fit in [0, c)).
   for (const Term& t : x.terms) {
-    if (t.coef % c == 0) out.quotient.terms.push_back({t.node, t.coef / c});
-    else out.rest.terms.push_back(t);
+    const int64_t r = t.coef > 0 || t.coef % c == 0 ? t.coef % c : t.coef;
+    const int64_t q = (t.coef - r) / c;
+    if (q != 0) out.quotient.terms.push_back({t.node, q});
+    if (r != 0) out.rest.terms.push_back({t.node, r});
   }
   // Floor division of the constant, so the rest's constant is in [0, c) (written so that nothing overflows).
   const bool below = x.constant % c < 0;

@@ -383,6 +383,18 @@ TEST(SymbolicDivMod, SumsSplitAtTheDivisor) {
   EXPECT_TRUE(same(idx_mod(w, 12), raw(Op::ADD, raw(Op::MUL, raw(Op::MOD, r0, 2), 6), r2)));
 }
 
+// A sliding window's index: (19 * w + x) % 18 over w < 3, x < 16 is w + x (19 = 18 + 1, and w + x < 18), and the
+// division is w; with x < 17 the rest may reach 18, so the mod stays (of the smaller sum).
+TEST(SymbolicDivMod, CoefficientsAboveTheDivisorSplit) {
+  const Node w = range(0, 3), x = range(1, 16);
+  const Node i = idx_add(idx_mul(w, 19), x);
+  EXPECT_TRUE(same(idx_mod(i, 18), raw(Op::ADD, w, x)));
+  EXPECT_TRUE(same(idx_div(i, 18), w));
+  const Node x17 = range(2, 17);
+  const Node j = idx_add(idx_mul(w, 19), x17);
+  EXPECT_TRUE(same(idx_mod(j, 18), raw(Op::MOD, raw(Op::ADD, w, x17), 18)));
+}
+
 TEST(SymbolicDivMod, MaybeNegativeNumeratorsAreLeftAlone) {
   const Node r0 = range(0, 10);
   const Node x = idx_add(r0, c(-3));  // [-3, 6]
