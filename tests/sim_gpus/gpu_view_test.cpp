@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "amd/codeobj/code_object.hpp"
 #include "amd_codeobj/kernels.hpp"
@@ -215,6 +216,48 @@ TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->va, kBase + 9 * kPage);
   EXPECT_EQ(view_.dirty_lines(), 0u);
+}
+
+// A writeback from another queue of the GPU (a copy's release) while a kernel runs: the kernel reads its own writes
+// back every time, never memory that does not hold them yet.
+TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
+  std::atomic<bool> started{false}, stop{false};
+  std::atomic<uint64_t> writebacks{0};
+  std::thread flusher([&] {
+    while (!started.load() && !stop.load()) std::this_thread::yield();
+    while (!stop.load()) {
+      if (view_.dirty_lines() == 0) continue;  // count only writebacks of the kernel's line
+      view_.writeback();
+      writebacks.fetch_add(1);
+    }
+  });
+  struct Ctx {
+    volatile uint32_t* p;
+    std::atomic<bool>* started;
+    const std::atomic<uint64_t>* writebacks;
+    uint32_t reads = 0, stale = 0;
+  } ctx{reinterpret_cast<volatile uint32_t*>(view_.at(kBase + 16)), &started, &writebacks};
+  GuardedRun run(&view_);
+  ASSERT_FALSE(run.run(
+      [](void* c) {
+        auto* x = static_cast<Ctx*>(c);
+        // Until 200 writebacks of its line have raced the loop (under a second here); a bound for a flusher that never
+        // runs.
+        while (x->writebacks->load() < 200 && x->reads < 200'000) {
+          ++x->reads;
+          x->started->store(true);
+          x->p[0] = x->reads;
+          for (int k = 0; k < 4096; ++k)  // read it back many times: a writeback overlaps the reads, not the write
+            if (x->p[0] != x->reads) ++x->stale;
+        }
+      },
+      &ctx));
+  stop = true;
+  flusher.join();
+  EXPECT_EQ(ctx.stale, 0u) << "of " << ctx.reads << " writes read back 4096 times each, during " << writebacks.load()
+                           << " writebacks";
+  view_.writeback();
+  EXPECT_EQ(memory(4), ctx.reads);
 }
 
 // A full cache writes a line back to make room, as an L2 evicts; unmapping writes a range's lines back.

@@ -178,10 +178,12 @@ bool GpuView::cache_fill(uintptr_t host) {
 
 void GpuView::writeback_line_locked(size_t i) {
   const Line line = lines_[i];
-  // The page goes back to memory in the mirror first (one remap, no mprotect): a kernel writing it from now on faults
-  // and waits for the lock, so no write can fall between the compare below and the remap. The line's bytes are still
-  // in the pool, through the simulator's own mapping of it.
-  ::mmap(at(line.va), kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
+  // The line turns read-only first: a kernel writing it from now on faults and waits for the lock, so no write can
+  // fall between the compare below and the remap. Kernels still read the line, not memory, until memory holds its
+  // bytes: remapping memory first would let a kernel of this GPU read, in between, memory without the writes an
+  // earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that while
+  // kernels run).
+  ::mprotect(at(line.va), kPage, PROT_READ);
   const std::byte* p = pool_ + uint64_t{line.slot} * kPage;
   const std::byte* old = snapshot(line);
   for (uint64_t b = 0; b < kPage;) {
@@ -195,6 +197,7 @@ void GpuView::writeback_line_locked(size_t i) {
     (void)n;  // a memfd write within its size does not fail short
     b = e;
   }
+  ::mmap(at(line.va), kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
   --nlines_;
   free_slots_[kLines - nlines_ - 1] = line.slot;
   lines_[i] = lines_[nlines_];
