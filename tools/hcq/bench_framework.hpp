@@ -31,8 +31,8 @@
 //                    idle at each call: a least-squares line through the per-N medians, fixed_us + N *
 //                    per_kernel_ns; beside eager_per_kernel_ns, the slope of the same line for the same function
 //                    called directly (its outputs realized), in interleaved rounds with the replays.
-// On a GPU (simulated or real) the same figures; a simulated GPU measures ewise on 4M floats and matmul at 256^3
-// (for_simulated()): its kernels run as host twins on the CPU.
+// On a GPU (simulated or real) the same figures; a simulated GPU measures ewise and sum on 4M floats and its products
+// at most 128 along each dimension (for_simulated()): its kernels run as host twins on the CPU.
 // The pieces the Google Benchmark twins (benchmarks/framework_bench.cpp) time are declared here too.
 #pragma once
 
@@ -105,17 +105,20 @@ struct FrameworkBenchConfig {
     c.jit_rounds = 4;
     return c;
   }
+  static constexpr int64_t kSimulatedMatmulDim = 128;
   // The sizes a simulated GPU measures at (its kernels are host twins): ewise and matmul no larger than quick()'s.
   FrameworkBenchConfig for_simulated() const {
     FrameworkBenchConfig c = *this;
     const FrameworkBenchConfig q = quick();
     c.ewise_elements = std::min(c.ewise_elements, q.ewise_elements);
     c.sum_elements = std::min(c.sum_elements, q.sum_elements);
+    // Every key still measured, each dimension at most 128: the host twins run a product at about 1 GFLOP/s, and
+    // each distinct shape is one more kernel to compile for the GPU and for its twin.
     for (auto* shapes : {&c.matmul_shapes, &c.bf16_shapes})
       for (MatmulShape& s : *shapes) {
-        s.m = std::min<int64_t>(s.m, 256);
-        s.k = std::min<int64_t>(s.k, 256);
-        s.n = std::min<int64_t>(s.n, 256);
+        s.m = std::min<int64_t>(s.m, kSimulatedMatmulDim);
+        s.k = std::min<int64_t>(s.k, kSimulatedMatmulDim);
+        s.n = std::min<int64_t>(s.n, kSimulatedMatmulDim);
       }
     return c;
   }
