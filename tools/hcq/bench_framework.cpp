@@ -283,7 +283,8 @@ std::vector<Product> measure_framework_matmuls(Device& dev, const FrameworkBench
 }
 
 // The figures of `s`'s product (unused in a build with neither library: the hw-tests bundle's).
-[[maybe_unused]] FrameworkBenchResult::Matmul& figures_of(std::vector<FrameworkBenchResult::Matmul>& all, const MatmulShape& s) {
+[[maybe_unused]] FrameworkBenchResult::Matmul& figures_of(std::vector<FrameworkBenchResult::Matmul>& all,
+                                                          const MatmulShape& s) {
   for (FrameworkBenchResult::Matmul& m : all)
     if (m.shape.key == s.key) return m;
   throw Error(cat("no figures for the product ", s.key));
