@@ -47,7 +47,7 @@ double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-// kRecompute: equal lazy expressions are one node (framework/ir/node.hpp), and a node realized once stands for its
+// Recomputing: equal lazy expressions are one node (framework/ir/node.hpp), and a node realized once stands for its
 // buffer while a tensor holds it: `c = (a * b).realize()` again, with the previous `c` still alive, builds that same
 // node and realizes nothing. Each timed repetition therefore drops the previous result first (outside the clock), so
 // that the expression is built anew and computed.
@@ -151,7 +151,7 @@ void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchR
   const double moved = 3.0 * static_cast<double>(bytes);
   std::vector<double> framework_gbps, loop_gbps;
   for (int run = 0; run < cfg.ewise_runs; ++run) {
-    c = Tensor();  // see kRecompute
+    c = Tensor();  // see "Recomputing" above
     auto t0 = Clock::now();
     c = (a * b + 1).realize();
     dev.synchronize();
@@ -266,7 +266,7 @@ std::vector<Product> measure_framework_matmuls(Device& dev, const FrameworkBench
       const Operand a = random_operand(dev, s.m, s.k, dtype), b = random_operand(dev, s.k, s.n, dtype);
       Tensor c = a.t.matmul(b.t).realize();  // compiles the kernel
       dev.synchronize();
-      const double seconds = median_seconds([&] { c = Tensor(); },  // see kRecompute
+      const double seconds = median_seconds([&] { c = Tensor(); },  // see "Recomputing" above
                                             [&] {
                                               c = a.t.matmul(b.t).realize();
                                               dev.synchronize();
@@ -455,7 +455,7 @@ void measure_sum(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchRes
   const double bytes = static_cast<double>(n) * sizeof(float);
   std::vector<double> framework_gbps, loop_gbps;
   for (int run = 0; run < cfg.sum_runs; ++run) {
-    s = Tensor();  // see kRecompute
+    s = Tensor();  // see "Recomputing" above
     auto t0 = Clock::now();
     s = x.sum().realize();
     dev.synchronize();
