@@ -5,10 +5,17 @@
 //   BM_ScheduleHit    the same on an equal graph over new input buffers (a cache hit)
 //   BM_Ewise          c = a * b + 1 on 4M floats through the framework, beside BM_EwiseLoop: the hand-written HCQ C
 //                     loop on the device's workers
-//   BM_Matmul256      256^3 float32 through Tensor::matmul, beside BM_Sgemm256: OpenBLAS's cblas_sgemm
-// Manual time for scheduling (graph building is not timed); real time elsewhere, each run waited for.
+//   BM_Matmul256      256^3 float32 through Tensor::matmul, beside BM_Sgemm256: OpenBLAS's cblas_sgemm, and (in a
+//                     build with oneDNN, HCQ_TOOL_ONEDNN) BM_OnednnMatmul256: oneDNN's matmul primitive, made once
+// Manual time for scheduling (graph building is not timed); real time elsewhere, each run waited for. The framework's
+// repetitions drop the previous result before building the expression again: while a tensor holds an equal node,
+// realizing it again computes nothing (framework/ir/node.hpp).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#if HCQ_TOOL_ONEDNN
+#include <dnnl.h>
+#include <omp.h>
+#endif
 
 #include <chrono>
 #include <exception>
@@ -21,6 +28,7 @@
 #include "framework/ir/ops.hpp"
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
 
@@ -102,6 +110,7 @@ void BM_Ewise(benchmark::State& state, const char* device) {
   hcq::Tensor c = (in.a * in.b + 1).realize();
   dev->synchronize();
   for (auto _ : state) {
+    c = hcq::Tensor();
     c = (in.a * in.b + 1).realize();
     dev->synchronize();
   }
@@ -140,6 +149,7 @@ void BM_Matmul256(benchmark::State& state, const char* device) {
   hcq::Tensor c = a.matmul(b).realize();
   dev->synchronize();
   for (auto _ : state) {
+    c = hcq::Tensor();
     c = a.matmul(b).realize();
     dev->synchronize();
   }
@@ -147,13 +157,22 @@ void BM_Matmul256(benchmark::State& state, const char* device) {
   state.SetLabel(dev->name());
 }
 
-void BM_Sgemm256(benchmark::State& state, const char* /*device*/) {
-  std::vector<float> a(kMatmulN * kMatmulN), b(kMatmulN * kMatmulN), c(kMatmulN * kMatmulN);
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = static_cast<float>(i % 7) / 7.0f;
-    b[i] = static_cast<float>(i % 5) / 5.0f;
+// The libraries' operands: [kMatmulN, kMatmulN] each, row-major.
+struct HostOperands {
+  std::vector<float> a, b, c;
+  HostOperands() : a(kMatmulN * kMatmulN), b(kMatmulN * kMatmulN), c(kMatmulN * kMatmulN) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = static_cast<float>(i % 7) / 7.0f;
+      b[i] = static_cast<float>(i % 5) / 5.0f;
+    }
   }
+};
+
+void BM_Sgemm256(benchmark::State& state, const char* /*device*/) {
+  HostOperands op;
+  std::vector<float>&a = op.a, &b = op.b, &c = op.c;
   const int n = static_cast<int>(kMatmulN);
+  openblas_set_num_threads(static_cast<int>(hcq::knobs::cpu_threads()));  // the CPU device's workers
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
@@ -162,6 +181,54 @@ void BM_Sgemm256(benchmark::State& state, const char* /*device*/) {
   state.SetLabel("OpenBLAS cblas_sgemm");
 }
 
+#if HCQ_TOOL_ONEDNN
+// oneDNN's fp32 matmul on plain row-major operands, on as many OpenMP threads as the CPU device has workers; the
+// primitive and its memory objects made before the timed loop.
+void BM_OnednnMatmul256(benchmark::State& state, const char* /*device*/) {
+  HostOperands op;
+  omp_set_num_threads(static_cast<int>(hcq::knobs::cpu_threads()));
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t matmul = nullptr;
+  dnnl_memory_t mem[3] = {};
+  auto release = [&] {
+    for (dnnl_memory_t m : mem)
+      if (m) dnnl_memory_destroy(m);
+    if (matmul) dnnl_primitive_destroy(matmul);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (stream) dnnl_stream_destroy(stream);
+    if (engine) dnnl_engine_destroy(engine);
+  };
+  const dnnl_dims_t dims{kMatmulN, kMatmulN};
+  dnnl_memory_desc_t md;
+  dnnl_matmul_desc_t desc;
+  float* data[3] = {op.a.data(), op.b.data(), op.c.data()};
+  bool ok = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success &&
+            dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&md, 2, dims, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_matmul_desc_init(&desc, &md, &md, nullptr, &md) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr) == dnnl_success &&
+            dnnl_primitive_create(&matmul, pd) == dnnl_success;
+  for (int k = 0; ok && k < 3; ++k) ok = dnnl_memory_create(&mem[k], &md, engine, data[k]) == dnnl_success;
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+  if (!ok) {
+    release();
+    state.SkipWithError("oneDNN: cannot make a 256^3 fp32 matmul primitive");
+    return;
+  }
+  for (auto _ : state) {
+    if (dnnl_primitive_execute(matmul, stream, 3, args) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success) {
+      state.SkipWithError("oneDNN: the matmul failed");
+      break;
+    }
+  }
+  release();
+  set_flops(state);
+  state.SetLabel("oneDNN matmul primitive");
+}
+#endif
+
 BENCHMARK_CAPTURE(BM_EagerOp, Framework, "CPU")->UseRealTime();
 BENCHMARK_CAPTURE(BM_ScheduleMiss, Framework, "CPU")->UseManualTime();
 BENCHMARK_CAPTURE(BM_ScheduleHit, Framework, "CPU")->UseManualTime();
@@ -169,5 +236,8 @@ BENCHMARK_CAPTURE(BM_Ewise, Framework, "CPU")->UseRealTime()->Unit(benchmark::kM
 BENCHMARK_CAPTURE(BM_EwiseLoop, Framework, "CPU")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Matmul256, Framework, "CPU")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Sgemm256, Framework, "host")->UseRealTime()->Unit(benchmark::kMillisecond);
+#if HCQ_TOOL_ONEDNN
+BENCHMARK_CAPTURE(BM_OnednnMatmul256, Framework, "host")->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
 
 }  // namespace

@@ -13,6 +13,7 @@ packages=(
   libdrm-dev libpciaccess-dev
   coreutils  # timeout(1), used by scripts/test.sh to bound each test run
   libopenblas-dev  # the yardstick of the framework's matmul figure in hcq bench (tools/hcq/bench_framework.cpp)
+  libdnnl-dev  # oneDNN: the framework's second matmul yardstick, fp32 and bf16 (optional to the build: null without)
   clang-format-19  # scripts/format.sh and its check in scripts/test.sh; LLVM 19, as the compilers above
   zlib1g-dev  # zlib, which inflates the dataset's gzip'd idx files (framework/data/gzip.cpp)
   dataset-fashion-mnist  # Fashion-MNIST for `hcq train`, in /usr/share/datasets/fashion-mnist (include/hcq/datasets.hpp)

@@ -9,7 +9,15 @@ import sys
 
 DEVICES = ["CPU", "SIM-AMD:gfx1100", "SIM-NV:hopper"]
 FRAMEWORK_KEYS = {"eager_op_us", "schedule_us", "ewise_gbps", "ewise_loop_gbps", "matmul_gflops", "openblas_gflops",
-                  "compile_ms", "jit"}
+                  "onednn_gflops", "matmul_shapes", "bf16_gflops", "onednn_bf16_gflops", "bf16_shapes", "sum_gbps",
+                  "sum_loop_gbps", "sum_elements", "compile_ms", "jit"}
+# The products each figure is measured at, by key, and what --quick measures under each key: [m, k, n] (the
+# config's quick() in tools/hcq/bench_framework.hpp); a simulated GPU caps every dimension at 128.
+MATMUL_QUICK = {"64": [64, 64, 64], "256": [256, 256, 256], "1024": [256, 256, 256], "2048": [512, 512, 512],
+                "mlp": [128, 784, 128], "mlp_out": [128, 128, 10]}
+BF16_QUICK = {"1024": [128, 128, 128], "2048": [256, 256, 256]}
+# Each yardstick library's figures: present (positive) in a build with the library, else null with the reason.
+YARDSTICKS = {"openblas": ["openblas_gflops"], "onednn": ["onednn_gflops", "onednn_bf16_gflops"]}
 COMPILE_KEYS = {"cold", "cached", "cold_serial", "parallel_speedup", "kernels"}
 JIT_KEYS = {"per_kernel_ns", "fixed_us", "eager_per_kernel_ns"}
 
@@ -53,24 +61,44 @@ def check_json(hcq, device):
           f"{device}: train keys {t}")
     check(positive(t["mlp_step_ms"]) and positive(t["schedule_us"]["miss"]) and positive(t["schedule_us"]["hit"]),
           f"{device}: train figures {t}")
+    return d["framework"].get("yardsticks_unavailable", {})
 
 
 def framework_figures(f):
     return [f["eager_op_us"], f["schedule_us"]["miss"], f["schedule_us"]["hit"], f["ewise_gbps"], f["ewise_loop_gbps"],
-            f["matmul_gflops"]["1024"], f["openblas_gflops"]["1024"]]
+            f["sum_gbps"], f["sum_loop_gbps"], *f["matmul_gflops"].values(), *f["bf16_gflops"].values()]
 
 
 def check_framework_json(device, f):
     check(FRAMEWORK_KEYS <= set(f), f"{device}: framework keys {sorted(f)}")
     check(set(f["schedule_us"]) == {"miss", "hit"}, f"{device}: framework schedule_us {f['schedule_us']}")
-    check(set(f["matmul_gflops"]) == {"1024"} and set(f["openblas_gflops"]) == {"1024"},
-          f"{device}: framework matmul sizes {f['matmul_gflops']} {f['openblas_gflops']}")
-    # Every device, the simulated GPUs included, reports every figure.
+    simulated = device.startswith("SIM-")
+    cap = (lambda shape: [min(d, 128) for d in shape]) if simulated else (lambda shape: shape)
+    for figures, shapes, quick in (("matmul_gflops openblas_gflops onednn_gflops", "matmul_shapes", MATMUL_QUICK),
+                                   ("bf16_gflops onednn_bf16_gflops", "bf16_shapes", BF16_QUICK)):
+        for figure in figures.split():
+            check(set(f[figure]) == set(quick), f"{device}: {figure} keys {sorted(f[figure])}")
+        # Each key says what it multiplied: --quick's smaller products under the same keys.
+        check(f[shapes] == {k: cap(v) for k, v in quick.items()}, f"{device}: {shapes} {f[shapes]}")
+    # Every device, the simulated GPUs included, reports every framework figure.
     check(all(positive(x) for x in framework_figures(f)), f"{device}: framework {f}")
+    # Each yardstick library: every figure positive, or every figure null and the reason given.
+    absent = f.get("yardsticks_unavailable", {})
+    check(set(absent) <= set(YARDSTICKS) and all(isinstance(v, str) and v for v in absent.values()),
+          f"{device}: yardsticks_unavailable {absent}")
+    for library, figures in YARDSTICKS.items():
+        values = [v for figure in figures for v in f[figure].values()]
+        if library in absent:
+            check(all(v is None for v in values), f"{device}: {library} absent ({absent[library]}) but {values}")
+        else:
+            check(all(positive(v) for v in values), f"{device}: {library} figures {values}")
+    if "onednn" not in absent:  # the kernels oneDNN chose for the "1024" products, fp32 and bf16
+        check(set(f["onednn_impl"]) == {"fp32", "bf16"} and all(f["onednn_impl"].values()),
+              f"{device}: onednn_impl {f.get('onednn_impl')}")
     # A hit only looks the schedule up; a miss builds it.
     check(f["schedule_us"]["hit"] < f["schedule_us"]["miss"], f"{device}: schedule_us {f['schedule_us']}")
-    # --quick measures the product at 256^3 under the key "1024" and says so (a simulated GPU always does).
-    check(f["matmul_n"] == 256 and f["ewise_elements"] == 4 << 20, f"{device}: framework sizes {f}")
+    # --quick's elementwise and sum sizes (a simulated GPU's always).
+    check(f["ewise_elements"] == 4 << 20 and f["sum_elements"] == 4 << 20, f"{device}: framework sizes {f}")
     check("unavailable" not in f, f"{device}: framework unavailable: {f.get('unavailable')}")
     c = f["compile_ms"]
     check(set(c) == COMPILE_KEYS, f"{device}: compile_ms keys {sorted(c)}")
@@ -90,43 +118,71 @@ def check_framework_json(device, f):
     check(j["per_kernel_ns"] < j["eager_per_kernel_ns"], f"{device}: jit per kernel not below eager: {j}")
 
 
-def check_table(hcq, device, copy_target):
+# Framework rows whose metric is two words: the figure and its part or key.
+TWO_WORD_ROWS = {"compile_ms", "jit", "matmul_gflops", "openblas_gflops", "onednn_gflops", "bf16_gflops",
+                 "onednn_bf16_gflops", "onednn_impl", "yardstick"}
+
+
+def check_table(hcq, device, copy_target, absent):
     table = bench(hcq, device).splitlines()
     rows = [line for line in table if "copy_gbps" in line]
     check(len(rows) == 3, f"{device}: three copy rows in the table, got {rows}")
     for row in rows:
         check(f">= {copy_target}% memcpy" in row, f"{device}: copy target {copy_target}% in {row!r}")
-    fw_rows = {" ".join(line.split()[2:4]) if line.split()[2] in ("compile_ms", "jit") else line.split()[2]: line
+    fw_rows = {" ".join(line.split()[2:4]) if line.split()[2] in TWO_WORD_ROWS else line.split()[2]: line
                for line in table if line.split()[1:2] == ["fw"]}
     # Each framework figure beside its target (met or not: the test checks what is reported, not the speed), or
     # beside its yardstick.
     targets = {"eager_op_us": "<= 10 us", "schedule_us": "<= ", "ewise_gbps": ">= 90% loop",
-               "ewise_loop_gbps": "(yardstick)", "matmul_gflops": "(no target)", "openblas_gflops": "(yardstick)",
+               "ewise_loop_gbps": "(yardstick)", "sum_gbps": ">= 90% loop", "sum_loop_gbps": "(yardstick)",
                "compile_ms cold": "(per kernel)", "compile_ms cold_serial": "(per kernel)",
                "compile_ms cached": "(per kernel)", "jit fixed_us": "<= 2 us", "jit per_kernel_ns": "<= 50 ns",
                "jit eager_per_kernel_ns": "(yardstick)"}
-    check(set(fw_rows) == set(targets), f"{device}: framework rows {sorted(fw_rows)}")
+    # The float32 1024^3 and 2048^3 products against half the faster library, bf16 against 30 % of oneDNN's; the
+    # other shapes are beside the libraries without a target.
+    for key in MATMUL_QUICK:
+        targets[f"matmul_gflops {key}"] = ">= 50% best" if key in ("1024", "2048") else "(no target)"
+        targets[f"openblas_gflops {key}"] = "(yardstick)"
+        targets[f"onednn_gflops {key}"] = "(yardstick)"
+    for key in BF16_QUICK:
+        targets[f"bf16_gflops {key}"] = ">= 30% best"
+        targets[f"onednn_bf16_gflops {key}"] = "(yardstick)"
+    rows = set(targets)
+    # A library the build lacks says so on a row of its own; one it has names the kernels oneDNN chose.
+    if absent:
+        rows.add("yardstick absent")
+    if "onednn" not in absent:
+        rows.add("onednn_impl 1024")
+    check(set(fw_rows) == rows, f"{device}: framework rows {sorted(fw_rows)}, expected {sorted(rows)}")
     for metric, target in targets.items():
         check(target in fw_rows[metric], f"{device}: {metric} target {target!r} in {fw_rows[metric]!r}")
     check("x serial)" in fw_rows["compile_ms cold"], f"{device}: compile speed-up in {fw_rows['compile_ms cold']!r}")
-    check("% loop)" in fw_rows["ewise_gbps"] and "% BLAS)" in fw_rows["matmul_gflops"],
+    check("% loop)" in fw_rows["ewise_gbps"] and "% loop)" in fw_rows["sum_gbps"],
           f"{device}: framework figures beside their yardsticks: {fw_rows}")
+    # Each product beside the faster library, named (bf16: oneDNN, the only one), when there is one.
+    for key in MATMUL_QUICK:
+        row = fw_rows[f"matmul_gflops {key}"]
+        check(len(absent) == 2 or "% BLAS)" in row or "% oneDNN)" in row, f"{device}: no ratio in {row!r}")
+    for key in BF16_QUICK:
+        row = fw_rows[f"bf16_gflops {key}"]
+        check("onednn" in absent or "% oneDNN)" in row, f"{device}: no ratio in {row!r}")
     schedule = [line for line in table if "fw schedule_us" in line]
     check(len(schedule) == 2 and "<= 1000 us" in schedule[0] and "<= 20 us" in schedule[1],
           f"{device}: schedule_us rows {schedule}")
-    # --quick multiplies 256^3; the table names the size.
-    check("fw matmul_gflops 256" in fw_rows["matmul_gflops"], f"{device}: matmul size in {fw_rows['matmul_gflops']!r}")
+    # The footer names each key's product: --quick's "1024" is 256^3.
+    check(any(" 1024=256x256x256 " in line for line in table), f"{device}: no matmul shapes in the footer")
 
 
 def main():
     hcq = sys.argv[1]
+    absent = {}
     for device in DEVICES:
-        check_json(hcq, device)
+        absent = check_json(hcq, device)
     # Copies reach 80 % of memcpy on the CPU device and 50 % on the simulated GPUs, whose copy engine is a host
     # thread beside the host's own memcpy.
-    check_table(hcq, "CPU", 80)
-    check_table(hcq, "SIM-AMD:gfx1100", 50)
-    check_table(hcq, "SIM-NV:hopper", 50)
+    check_table(hcq, "CPU", 80, absent)
+    check_table(hcq, "SIM-AMD:gfx1100", 50, absent)
+    check_table(hcq, "SIM-NV:hopper", 50, absent)
     print("bench_json_test: ok")
 
 

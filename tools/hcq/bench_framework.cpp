@@ -4,8 +4,15 @@
 #if !HCQ_TOOL_NO_OPENBLAS
 #include <cblas.h>
 #endif
+// oneDNN (HCQ_TOOL_ONEDNN, tools/meson.build) when the build found it: a second yardstick of the matmul figures.
+#if HCQ_TOOL_ONEDNN
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <omp.h>
+#endif
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -16,6 +23,7 @@
 #include <filesystem>
 #include <random>
 #include <span>
+#include <thread>
 
 #include "framework/engine/compile.hpp"
 #include "framework/engine/realize.hpp"
@@ -38,6 +46,11 @@ using Clock = std::chrono::steady_clock;
 double elapsed_us(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
+
+// Recomputing: equal lazy expressions are one node (framework/ir/node.hpp), and a node realized once stands for its
+// buffer while a tensor holds it: `c = (a * b).realize()` again, with the previous `c` still alive, builds that same
+// node and realizes nothing. Each timed repetition therefore drops the previous result first (outside the clock), so
+// that the expression is built anew and computed.
 
 // Relative error allowed between a float32 result and its double-precision reference: a dot product of 1024 terms
 // in [0, 1) accumulates a few ulps per term whatever the summation order.
@@ -138,6 +151,7 @@ void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchR
   const double moved = 3.0 * static_cast<double>(bytes);
   std::vector<double> framework_gbps, loop_gbps;
   for (int run = 0; run < cfg.ewise_runs; ++run) {
+    c = Tensor();  // see "Recomputing" above
     auto t0 = Clock::now();
     c = (a * b + 1).realize();
     dev.synchronize();
@@ -163,65 +177,302 @@ void measure_ewise(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchR
   r.ewise_elements = n;
 }
 
-// Row `row` of a @ b ([n, n] each, row-major) in double precision.
-std::vector<double> reference_row(const std::vector<float>& a, const std::vector<float>& b, int64_t n, int64_t row) {
-  std::vector<double> out(static_cast<size_t>(n), 0.0);
-  for (int64_t k = 0; k < n; ++k) {
-    const double aik = a[static_cast<size_t>(row * n + k)];
-    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] += aik * b[static_cast<size_t>(k * n + j)];
+// Row `row` of a @ b (a [m, k], b [k, n], row-major) in double precision.
+std::vector<double> reference_row(const std::vector<float>& a, const std::vector<float>& b, const MatmulShape& s,
+                                  int64_t row) {
+  std::vector<double> out(static_cast<size_t>(s.n), 0.0);
+  for (int64_t k = 0; k < s.k; ++k) {
+    const double aik = a[static_cast<size_t>(row * s.k + k)];
+    for (int64_t j = 0; j < s.n; ++j) out[static_cast<size_t>(j)] += aik * b[static_cast<size_t>(k * s.n + j)];
   }
   return out;
 }
 
-void check_rows(const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& b, int64_t n,
-                const char* what) {
-  for (int64_t row : {int64_t{0}, n / 2, n - 1}) {
-    const std::vector<double> want = reference_row(a, b, n, row);
-    for (int64_t j = 0; j < n; ++j) {
-      check_close(got[static_cast<size_t>(row * n + j)], want[static_cast<size_t>(j)], kMatmulTolerance,
-                  cat(what, " [", row, ", ", j, "]"));
+// The first, middle and last rows of a product against double precision.
+void check_rows(const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& b,
+                const MatmulShape& s, double tolerance, const std::string& what) {
+  for (int64_t row : {int64_t{0}, s.m / 2, s.m - 1}) {
+    const std::vector<double> want = reference_row(a, b, s, row);
+    for (int64_t j = 0; j < s.n; ++j) {
+      check_close(got[static_cast<size_t>(row * s.n + j)], want[static_cast<size_t>(j)], tolerance,
+                  cat(what, " ", s.key, " [", row, ", ", j, "]"));
     }
   }
 }
 
-// n^3 float32 through Tensor::matmul (the operands realized first; only the product's realize and its completion
-// are timed), then cblas_sgemm on copies of the same operands. Not interleaved: OpenBLAS's threads keep spinning
-// for a while after a call and would take the cores from the framework's workers.
-void measure_matmul(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
-  const int64_t n = cfg.matmul_n;
-  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  Tensor a = Tensor::rand({n, n}, dtypes::float32, dev.name()).realize();
-  Tensor b = Tensor::rand({n, n}, dtypes::float32, dev.name()).realize();
-  Tensor c = a.matmul(b).realize();  // compiles the kernel
-  dev.synchronize();
-  std::vector<double> framework_gflops;
-  for (int run = 0; run < cfg.matmul_runs; ++run) {
+// Seconds per call of `fn`, the median of at least `min_runs` timed calls, more while they take under `budget_s`
+// (the first timed call says how long one takes); `before` runs ahead of each, untimed. `fn` has been called once
+// already (warm).
+template <class Before, class Fn>
+double median_seconds(Before&& before, Fn&& fn, int min_runs, double budget_s) {
+  std::vector<double> seconds;
+  auto once = [&] {
+    before();
     const auto t0 = Clock::now();
-    c = a.matmul(b).realize();
-    dev.synchronize();
-    framework_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
-  }
-  const std::vector<float> av = read_floats(a), bv = read_floats(b);
-  check_rows(read_floats(c), av, bv, n, "Tensor::matmul");
-  r.matmul_gflops = median(framework_gflops);
-  r.matmul_n = n;
-#if !HCQ_TOOL_NO_OPENBLAS
-  std::vector<float> blas_out(static_cast<size_t>(n * n));
-  const auto blas_n = static_cast<int>(n);
-  auto sgemm = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_n, blas_n, blas_n, 1.0f, av.data(), blas_n, bv.data(),
-                blas_n, 0.0f, blas_out.data(), blas_n);
+    fn();
+    seconds.push_back(elapsed_us(t0, Clock::now()) / 1e6);
   };
-  sgemm();  // OpenBLAS starts its threads on the first call
-  std::vector<double> blas_gflops;
-  for (int run = 0; run < cfg.sgemm_runs; ++run) {
-    const auto t0 = Clock::now();
-    sgemm();
-    blas_gflops.push_back(flops / (elapsed_us(t0, Clock::now()) * 1e3));
+  once();
+  const int runs = std::clamp(static_cast<int>(budget_s / std::max(seconds[0], 1e-9)), min_runs, 1001);
+  while (std::ssize(seconds) < runs) once();
+  return median(seconds);
+}
+
+// A realized [rows, cols] operand of `dtype` with values in [0, 1), and its host copy as float.
+struct Operand {
+  Tensor t;
+  std::vector<float> host;
+};
+Operand random_operand(Device& dev, int64_t rows, int64_t cols, DType dtype) {
+  Tensor t = Tensor::rand({rows, cols}, dtypes::float32, dev.name());
+  if (dtype != dtypes::float32) t = t.cast(dtype);
+  t = t.realize();
+  std::vector<float> host;
+  if (dtype == dtypes::bfloat16) {
+    for (bfloat16_t v : t.data<bfloat16_t>()) host.push_back(v.to_float());
+  } else {
+    host = t.data<float>();
   }
-  check_rows(blas_out, av, bv, n, "cblas_sgemm");
-  r.openblas_gflops = median(blas_gflops);
+  return {t, std::move(host)};
+}
+
+std::vector<float> floats_of(const Tensor& t) {
+  if (t.dtype() != dtypes::bfloat16) return t.data<float>();
+  std::vector<float> out;
+  for (bfloat16_t v : t.data<bfloat16_t>()) out.push_back(v.to_float());
+  return out;
+}
+
+// The products' operands on the host, kept for the yardsticks after every framework product ran.
+struct Product {
+  MatmulShape shape;
+  std::vector<float> a, b;
+};
+
+// Each shape's product through Tensor::matmul on `dtype` operands (realized first; only the product's realize and
+// its completion timed), checked against double precision; returns the operands for the yardsticks.
+std::vector<Product> measure_framework_matmuls(Device& dev, const FrameworkBenchConfig& cfg,
+                                               const std::vector<MatmulShape>& shapes, DType dtype,
+                                               std::vector<FrameworkBenchResult::Matmul>& out,
+                                               std::vector<std::string>& errors) {
+  // bfloat16: each product is rounded to bfloat16 (8 significant bits), the sum of positive terms kept in float32
+  // and the result rounded to bfloat16 again: two roundings of 2^-8 each, and some slack.
+  const double tolerance = dtype == dtypes::bfloat16 ? 2e-2 : kMatmulTolerance;
+  const char* figure = dtype == dtypes::bfloat16 ? "bf16_gflops" : "matmul_gflops";
+  std::vector<Product> products;
+  for (const MatmulShape& s : shapes) {
+    out.push_back({s});
+    try {
+      const Operand a = random_operand(dev, s.m, s.k, dtype), b = random_operand(dev, s.k, s.n, dtype);
+      Tensor c = a.t.matmul(b.t).realize();  // compiles the kernel
+      dev.synchronize();
+      const double seconds = median_seconds([&] { c = Tensor(); },  // see "Recomputing" above
+                                            [&] {
+                                              c = a.t.matmul(b.t).realize();
+                                              dev.synchronize();
+                                            },
+                                            cfg.matmul_runs, cfg.matmul_budget_s);
+      check_rows(floats_of(c), a.host, b.host, s, tolerance, cat("Tensor::matmul (", figure, ")"));
+      out.back().framework = s.flops() / seconds / 1e9;
+      products.push_back({s, a.host, b.host});
+    } catch (const std::exception& e) {
+      errors.push_back(cat("framework ", figure, " ", s.key, ": ", e.what()));
+    }
+  }
+  return products;
+}
+
+// The figures of `s`'s product (unused in a build with neither library: the hw-tests bundle's).
+[[maybe_unused]] FrameworkBenchResult::Matmul& figures_of(std::vector<FrameworkBenchResult::Matmul>& all,
+                                                          const MatmulShape& s) {
+  for (FrameworkBenchResult::Matmul& m : all)
+    if (m.shape.key == s.key) return m;
+  throw Error(cat("no figures for the product ", s.key));
+}
+
+#if !HCQ_TOOL_NO_OPENBLAS
+// cblas_sgemm on the same operands, on as many threads as the CPU device has workers.
+void measure_openblas(const FrameworkBenchConfig& cfg, const std::vector<Product>& products,
+                      std::vector<FrameworkBenchResult::Matmul>& out) {
+  openblas_set_num_threads(static_cast<int>(knobs::cpu_threads()));
+  for (const Product& p : products) {
+    const MatmulShape& s = p.shape;
+    std::vector<float> c(static_cast<size_t>(s.m * s.n));
+    auto sgemm = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                  static_cast<int>(s.k), 1.0f, p.a.data(), static_cast<int>(s.k), p.b.data(), static_cast<int>(s.n),
+                  0.0f, c.data(), static_cast<int>(s.n));
+    };
+    sgemm();  // OpenBLAS starts its threads on the first call
+    const double seconds = median_seconds([] {}, sgemm, cfg.sgemm_runs, cfg.matmul_budget_s);
+    check_rows(c, p.a, p.b, s, kMatmulTolerance, "cblas_sgemm");
+    figures_of(out, s).openblas = s.flops() / seconds / 1e9;
+  }
+}
 #endif
+
+#if HCQ_TOOL_ONEDNN
+// oneDNN's status as an Error with the call that returned it.
+void onednn_check(dnnl_status_t status, const char* call) {
+  if (status != dnnl_success) throw Error(cat("oneDNN ", call, ": ", dnnl_status2str(status)));
+}
+
+// oneDNN's CPU engine and a stream on it, for every product of one measurement.
+struct OnednnContext {
+  dnnl_engine_t engine = nullptr;
+  dnnl_stream_t stream = nullptr;
+  OnednnContext() {
+    onednn_check(dnnl_engine_create(&engine, dnnl_cpu, 0), "dnnl_engine_create");
+    onednn_check(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), "dnnl_stream_create");
+  }
+  ~OnednnContext() {
+    if (stream) dnnl_stream_destroy(stream);
+    if (engine) dnnl_engine_destroy(engine);
+  }
+  OnednnContext(const OnednnContext&) = delete;
+  OnednnContext& operator=(const OnednnContext&) = delete;
+};
+
+// One matmul primitive, row-major (plain "ab") operands as the framework's, float32 output; the primitive and its
+// memory objects made here, once, so run() times the product alone.
+class OnednnMatmul {
+ public:
+  OnednnMatmul(OnednnContext& ctx, const MatmulShape& s, dnnl_data_type_t in_type, void* a, void* b, float* c)
+      : ctx_(ctx) {
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    const dnnl_dims_t a_dims{s.m, s.k}, b_dims{s.k, s.n}, c_dims{s.m, s.n};
+    onednn_check(dnnl_memory_desc_init_by_tag(&a_md, 2, a_dims, in_type, dnnl_ab), "dnnl_memory_desc_init_by_tag");
+    onednn_check(dnnl_memory_desc_init_by_tag(&b_md, 2, b_dims, in_type, dnnl_ab), "dnnl_memory_desc_init_by_tag");
+    onednn_check(dnnl_memory_desc_init_by_tag(&c_md, 2, c_dims, dnnl_f32, dnnl_ab), "dnnl_memory_desc_init_by_tag");
+    dnnl_matmul_desc_t desc;
+    onednn_check(dnnl_matmul_desc_init(&desc, &a_md, &b_md, nullptr, &c_md), "dnnl_matmul_desc_init");
+    onednn_check(dnnl_primitive_desc_create(&pd_, &desc, nullptr, ctx.engine, nullptr), "dnnl_primitive_desc_create");
+    const char* impl = nullptr;
+    if (dnnl_primitive_desc_query(pd_, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) impl_ = impl;
+    onednn_check(dnnl_primitive_create(&primitive_, pd_), "dnnl_primitive_create");
+    onednn_check(dnnl_memory_create(&a_, &a_md, ctx.engine, a), "dnnl_memory_create");
+    onednn_check(dnnl_memory_create(&b_, &b_md, ctx.engine, b), "dnnl_memory_create");
+    onednn_check(dnnl_memory_create(&c_, &c_md, ctx.engine, c), "dnnl_memory_create");
+  }
+  ~OnednnMatmul() {
+    for (dnnl_memory_t m : {a_, b_, c_})
+      if (m) dnnl_memory_destroy(m);
+    if (primitive_) dnnl_primitive_destroy(primitive_);
+    if (pd_) dnnl_primitive_desc_destroy(pd_);
+  }
+  OnednnMatmul(const OnednnMatmul&) = delete;
+  OnednnMatmul& operator=(const OnednnMatmul&) = delete;
+
+  void run() {
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}};
+    onednn_check(dnnl_primitive_execute(primitive_, ctx_.stream, 3, args), "dnnl_primitive_execute");
+    onednn_check(dnnl_stream_wait(ctx_.stream), "dnnl_stream_wait");
+  }
+  const std::string& impl() const { return impl_; }
+
+ private:
+  OnednnContext& ctx_;
+  dnnl_primitive_desc_t pd_ = nullptr;
+  dnnl_primitive_t primitive_ = nullptr;
+  dnnl_memory_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  std::string impl_;
+};
+
+// oneDNN's matmul on the same operands (bfloat16: their bits, which are exactly the floats in `a` and `b`), on as
+// many OpenMP threads as the CPU device has workers. Returns the implementation oneDNN chose for the "1024" key.
+std::string measure_onednn(const FrameworkBenchConfig& cfg, const std::vector<Product>& products, bool bf16,
+                           std::vector<FrameworkBenchResult::Matmul>& out) {
+  omp_set_num_threads(static_cast<int>(knobs::cpu_threads()));
+  OnednnContext ctx;
+  std::string impl_1024;
+  for (const Product& p : products) {
+    const MatmulShape& s = p.shape;
+    std::vector<float> a = p.a, b = p.b, c(static_cast<size_t>(s.m * s.n));
+    std::vector<uint16_t> a16, b16;
+    if (bf16) {  // the floats came from bfloat16: their top halves are the bfloat16 bits
+      for (float v : a) a16.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16));
+      for (float v : b) b16.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16));
+    }
+    OnednnMatmul mm(ctx, s, bf16 ? dnnl_bf16 : dnnl_f32, bf16 ? static_cast<void*>(a16.data()) : a.data(),
+                    bf16 ? static_cast<void*>(b16.data()) : b.data(), c.data());
+    mm.run();  // the threads started, the operands in the caches as for the others
+    const double seconds = median_seconds([] {}, [&] { mm.run(); }, cfg.sgemm_runs, cfg.matmul_budget_s);
+    // Exact products of bfloat16 operands, accumulated in float32: as close as float32's.
+    check_rows(c, p.a, p.b, s, bf16 ? 1e-3 : kMatmulTolerance, bf16 ? "oneDNN bf16 matmul" : "oneDNN matmul");
+    figures_of(out, s).onednn = s.flops() / seconds / 1e9;
+    if (s.key == "1024") impl_1024 = mm.impl();
+  }
+  return impl_1024;
+}
+#endif
+
+// The yardstick of sum_gbps: the floats in [lo, hi) summed with kLanes independent float accumulators (one SIMD
+// register's worth several times over, so the compiler vectorises the inner loop without reassociating anything),
+// folded into a double every kBlock elements so that float32's rounding stays small over millions of terms.
+double sum_range(const float* p, size_t lo, size_t hi) {
+  constexpr size_t kLanes = 32, kBlock = size_t{1} << 14;
+  double total = 0;
+  size_t i = lo;
+  while (i + kLanes <= hi) {
+    float acc[kLanes] = {};
+    const size_t block_end = std::min(hi, i + kBlock);
+    for (; i + kLanes <= block_end; i += kLanes)
+      for (size_t j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+    for (float v : acc) total += v;
+  }
+  for (; i < hi; ++i) total += p[i];
+  return total;
+}
+
+// The loop split into `threads` contiguous chunks, one std::thread each (started per call, as the measurement
+// includes them: tens of microseconds against milliseconds of reading).
+double sum_loop(const std::vector<float>& x, unsigned threads) {
+  std::vector<double> partial(threads);
+  std::vector<std::thread> pool;
+  const size_t chunk = (x.size() + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const size_t lo = std::min(x.size(), t * chunk), hi = std::min(x.size(), lo + chunk);
+      partial[t] = sum_range(x.data(), lo, hi);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  double total = 0;
+  for (double v : partial) total += v;
+  return total;
+}
+
+// A full sum through Tensor::sum (input realized; the reduce's realize and its completion timed) and the hand-written
+// loop over a host copy of the same floats, one of each per round.
+void measure_sum(Device& dev, const FrameworkBenchConfig& cfg, FrameworkBenchResult& r) {
+  const int64_t n = cfg.sum_elements;
+  const Tensor x = Tensor::rand({n}, dtypes::float32, dev.name()).realize();
+  const std::vector<float> host = read_floats(x);
+  const unsigned threads = std::max(1u, knobs::cpu_threads());
+  Tensor s = x.sum().realize();  // compiles the kernel
+  dev.synchronize();
+  double loop_total = sum_loop(host, threads);
+  const double bytes = static_cast<double>(n) * sizeof(float);
+  std::vector<double> framework_gbps, loop_gbps;
+  for (int run = 0; run < cfg.sum_runs; ++run) {
+    s = Tensor();  // see "Recomputing" above
+    auto t0 = Clock::now();
+    s = x.sum().realize();
+    dev.synchronize();
+    framework_gbps.push_back(bytes / (elapsed_us(t0, Clock::now()) * 1e3));
+    t0 = Clock::now();
+    loop_total = sum_loop(host, threads);
+    loop_gbps.push_back(bytes / (elapsed_us(t0, Clock::now()) * 1e3));
+  }
+  double want = 0;
+  for (float v : host) want += v;
+  // The loop keeps a double per 16K elements: float32 rounding over 512 terms per lane. The framework's reduce
+  // accumulates in float32 over however many terms its kernel gives each accumulator: 1e-3 of the total.
+  check_close(loop_total, want, 1e-6, "the sum loop");
+  check_close(s.item(), want, 1e-3, "Tensor::sum");
+  r.sum_gbps = median(framework_gbps);
+  r.sum_loop_gbps = median(loop_gbps);
+  r.sum_elements = n;
 }
 
 // The probe's kernels: out_k = x * (1 + k / 64) + c_k, with c_k an integer below 2^24 made of the nonce and k, so
@@ -487,7 +738,23 @@ FrameworkBenchResult measure_framework(Device& dev, const FrameworkBenchConfig& 
     r.schedule_kernels = t.kernels;
   });
   attempt(errors, "ewise_gbps", [&] { measure_ewise(dev, cfg, r); });
-  attempt(errors, "matmul_gflops", [&] { measure_matmul(dev, cfg, r); });
+  // Every framework product first, then each library on the same operands (see measure_openblas).
+  const std::vector<Product> fp32 =
+      measure_framework_matmuls(dev, cfg, cfg.matmul_shapes, dtypes::float32, r.matmul, errors);
+  const std::vector<Product> bf16 =
+      measure_framework_matmuls(dev, cfg, cfg.bf16_shapes, dtypes::bfloat16, r.bf16, errors);
+  attempt(errors, "sum_gbps", [&] { measure_sum(dev, cfg, r); });
+#if HCQ_TOOL_NO_OPENBLAS
+  r.openblas_unavailable = "this hcq is built without OpenBLAS";
+#else
+  attempt(errors, "openblas_gflops", [&] { measure_openblas(cfg, fp32, r.matmul); });
+#endif
+#if HCQ_TOOL_ONEDNN
+  attempt(errors, "onednn_gflops", [&] { r.onednn_impl = measure_onednn(cfg, fp32, false, r.matmul); });
+  attempt(errors, "onednn_bf16_gflops", [&] { r.onednn_bf16_impl = measure_onednn(cfg, bf16, true, r.bf16); });
+#else
+  r.onednn_unavailable = "this hcq is built without oneDNN (libdnnl-dev, scripts/setup.sh)";
+#endif
   attempt(errors, "compile_ms", [&] { measure_compile(dev, cfg, r); });
   attempt(errors, "jit", [&] { measure_jit(dev, cfg, r); });
   return r;

@@ -6,7 +6,20 @@
 //   ewise_gbps       c = a * b + 1 on float32, 3 * 4 * n bytes per run, beside ewise_loop_gbps: a hand-written
 //                    HCQ C kernel of the same computation, split over the device's workers, built by the same
 //                    compiler and launched the same way
-//   matmul_gflops    an n x n x n float32 product through Tensor::matmul, beside cblas_sgemm (OpenBLAS)
+//   matmul_gflops    float32 products through Tensor::matmul at each of matmul_shapes (64^3, 256^3, 1024^3, 2048^3
+//                    and the MLP's 128x784 by 784x128 and 128x128 by 128x10), beside two yardsticks on the host
+//                    with the CPU device's number of threads: openblas_gflops (cblas_sgemm) and onednn_gflops
+//                    (oneDNN's matmul primitive, created once outside the timed region). Each library runs after
+//                    every framework product (their threads spin for a while after a call and would take the
+//                    cores from the device's workers).
+//   bf16_gflops      bfloat16 products through Tensor::matmul at bf16_shapes (1024^3, 2048^3); the framework
+//                    rounds each product to bfloat16, accumulates in float32 and returns bfloat16 (reduce.cpp's
+//                    acc_dtype). Beside onednn_bf16_gflops: oneDNN's bf16 x bf16 -> f32 matmul (AMX where the CPU
+//                    has it; onednn_bf16_impl names the kernel oneDNN chose).
+//   sum_gbps         a full Tensor::sum of sum_elements float32 (realized input; only the reduce's realize timed),
+//                    4 bytes per element read, beside sum_loop_gbps: a hand-written C++ loop over the same floats
+//                    (independent accumulators, so the compiler vectorises it) split over the CPU device's number
+//                    of workers, interleaved one of each per round.
 //   compile_ms       per kernel: `cold`, one realize of compile_kernels distinct new kernels (compiled in parallel by
 //                    the engine; the kernels' constants carry a random nonce, so neither cache has them), and
 //                    `cached`, the same realize in a new process (`hcq bench --compile-probe`), whose compiles the
@@ -18,8 +31,8 @@
 //                    idle at each call: a least-squares line through the per-N medians, fixed_us + N *
 //                    per_kernel_ns; beside eager_per_kernel_ns, the slope of the same line for the same function
 //                    called directly (its outputs realized), in interleaved rounds with the replays.
-// On a GPU (simulated or real) the same figures; a simulated GPU measures ewise on 4M floats and matmul at 256^3
-// (for_simulated()): its kernels run as host twins on the CPU.
+// On a GPU (simulated or real) the same figures; a simulated GPU measures ewise and sum on 4M floats and its products
+// at most 128 along each dimension (for_simulated()): its kernels run as host twins on the CPU.
 // The pieces the Google Benchmark twins (benchmarks/framework_bench.cpp) time are declared here too.
 #pragma once
 
@@ -41,6 +54,13 @@ class Program;
 
 namespace hcq::tool {
 
+// One product the matmul figures are measured at: its JSON key, and an m x k by k x n product.
+struct MatmulShape {
+  std::string key;
+  int64_t m, k, n;
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
+};
+
 struct FrameworkBenchConfig {
   int eager_warmup = 100;  // untimed ops first: the kernel compiled, the schedule cached, buffers in the cache
   int eager_ops = 1000;    // ops per repetition, one host wait at the end
@@ -48,9 +68,16 @@ struct FrameworkBenchConfig {
   int schedule_reps = 51;
   int64_t ewise_elements = 64ll << 20;
   int ewise_runs = 11;
-  int64_t matmul_n = 1024;
-  int matmul_runs = 3;  // the generated kernel takes about a second at 1024 on two cores
-  int sgemm_runs = 11;
+  std::vector<MatmulShape> matmul_shapes{{"64", 64, 64, 64},         {"256", 256, 256, 256}, {"1024", 1024, 1024, 1024},
+                                         {"2048", 2048, 2048, 2048}, {"mlp", 128, 784, 128}, {"mlp_out", 128, 128, 10}};
+  std::vector<MatmulShape> bf16_shapes{{"1024", 1024, 1024, 1024}, {"2048", 2048, 2048, 2048}};
+  // Each product runs at least this many times, and more while the runs take under matmul_budget_s (a 64^3 product
+  // is over in microseconds; a median of 3 of those is noise).
+  int matmul_runs = 3;  // the framework's 2048^3 takes seconds on two cores
+  int sgemm_runs = 11;  // each library's
+  double matmul_budget_s = 0.3;
+  int64_t sum_elements = 64ll << 20;
+  int sum_runs = 11;
   int compile_kernels = 20;                // distinct kernels in the cold realize (and as many in the serial one)
   std::vector<int> jit_sizes{1, 10, 100};  // kernels per jitted function; at least two different sizes
   int jit_runs = 200;                      // timed calls per size, jitted and eager each
@@ -65,19 +92,34 @@ struct FrameworkBenchConfig {
     c.schedule_reps = 11;
     c.ewise_elements = 4ll << 20;
     c.ewise_runs = 5;
-    c.matmul_n = 256;
+    // The keys stay; "1024" and "2048" measure smaller products (matmul_shapes in the JSON says which).
+    c.matmul_shapes = {{"64", 64, 64, 64},      {"256", 256, 256, 256}, {"1024", 256, 256, 256},
+                       {"2048", 512, 512, 512}, {"mlp", 128, 784, 128}, {"mlp_out", 128, 128, 10}};
+    c.bf16_shapes = {{"1024", 128, 128, 128}, {"2048", 256, 256, 256}};
     c.matmul_runs = 3;
     c.sgemm_runs = 5;
+    c.matmul_budget_s = 0.02;
+    c.sum_elements = 4ll << 20;
+    c.sum_runs = 5;
     c.jit_runs = 40;
     c.jit_rounds = 4;
     return c;
   }
+  static constexpr int64_t kSimulatedMatmulDim = 128;
   // The sizes a simulated GPU measures at (its kernels are host twins): ewise and matmul no larger than quick()'s.
   FrameworkBenchConfig for_simulated() const {
     FrameworkBenchConfig c = *this;
     const FrameworkBenchConfig q = quick();
     c.ewise_elements = std::min(c.ewise_elements, q.ewise_elements);
-    c.matmul_n = std::min(c.matmul_n, q.matmul_n);
+    c.sum_elements = std::min(c.sum_elements, q.sum_elements);
+    // Every key still measured, each dimension at most 128: the host twins run a product at about 1 GFLOP/s, and
+    // each distinct shape is one more kernel to compile for the GPU and for its twin.
+    for (auto* shapes : {&c.matmul_shapes, &c.bf16_shapes})
+      for (MatmulShape& s : *shapes) {
+        s.m = std::min<int64_t>(s.m, kSimulatedMatmulDim);
+        s.k = std::min<int64_t>(s.k, kSimulatedMatmulDim);
+        s.n = std::min<int64_t>(s.n, kSimulatedMatmulDim);
+      }
     return c;
   }
 };
@@ -90,8 +132,18 @@ struct FrameworkBenchResult {
   size_t schedule_kernels = 0;  // kernels in the MLP forward schedule
   double ewise_gbps = kNotMeasured, ewise_loop_gbps = kNotMeasured;
   int64_t ewise_elements = 0;
-  double matmul_gflops = kNotMeasured, openblas_gflops = kNotMeasured;
-  int64_t matmul_n = 0;
+  // One per shape measured, in the config's order; a figure not measured is NaN.
+  struct Matmul {
+    MatmulShape shape;
+    double framework = kNotMeasured, openblas = kNotMeasured, onednn = kNotMeasured;
+  };
+  std::vector<Matmul> matmul, bf16;  // bf16: openblas stays NaN (OpenBLAS has no bf16 product)
+  // Non-empty: that yardstick is not in this build (null in the JSON), and why.
+  std::string openblas_unavailable, onednn_unavailable;
+  // The implementations oneDNN chose for the 1024 products (e.g. "brg:avx512_core_amx"): whether AMX ran.
+  std::string onednn_impl, onednn_bf16_impl;
+  double sum_gbps = kNotMeasured, sum_loop_gbps = kNotMeasured;
+  int64_t sum_elements = 0;
   double compile_cold_ms = kNotMeasured, compile_cached_ms = kNotMeasured, compile_cold_serial_ms = kNotMeasured;
   size_t compile_kernels = 0;
   std::string compile_unavailable;  // non-empty: compile_ms not measured, and why (not an error)
