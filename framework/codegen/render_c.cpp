@@ -387,21 +387,22 @@ class CRenderer {
   }
 
   // Register tiles (tinygrad's UPCAST on two axes, for matmul-shaped reduces on the CPU device): a kernel whose one
-  // reduce is a float32 sum over one range k of a product of two plain loads, A (reads a row range i, not j) and B
-  // (reads a column range j contiguously, not i), computes R rows by NW columns per step: R*W accumulators of NW/W
-  // floats each held in vector registers (clang's ext_vector_type), per k one vector load of B per W and one
-  // broadcast of A per row, so each loaded value feeds W or R multiply-adds instead of one. The tile's sums go through
-  // a small array into the epilogue (bias, activation: the rest of the kernel), which runs on NW-wide lanes per row
-  // (choose_upcast's machinery). Loop order: columns outside rows, so the K x NW panel of B stays in cache over all
-  // the rows of a worker; the panel is first packed contiguous (PACK) when the rows are many, since B's rows are N
-  // floats apart and a power-of-two stride maps every one of them into the same few cache sets.
+  // reduce is a float32 sum, over its reduce ranges k (one for a matmul, three for a convolution), of a product A * B,
+  // A reading a row range i and not a column range j, B the other way round, computes R rows by NW columns per step:
+  // R*W accumulators of NW/W floats each held in vector registers (clang's ext_vector_type), per k one vector of B per
+  // W and one broadcast of A per row, so each value feeds W or R multiply-adds instead of one. The tile's sums go
+  // through a small array into the epilogue (bias, activation: the rest of the kernel), which runs on NW-wide lanes
+  // per row (choose_upcast's machinery). Loop order: columns outside rows, so the K x NW panel of B stays in cache
+  // over all the rows of a worker; the panel is first packed contiguous (PACK) when the rows are many, since B's rows
+  // are N floats apart and a power-of-two stride maps every one of them into the same few cache sets. A B that is not
+  // one contiguous load is computed into the panel lane by lane.
   struct Tile {
     const NodeData* i = nullptr;       // rows
     const NodeData* j = nullptr;       // columns
     std::vector<const NodeData*> ks;   // the reduce ranges (a convolution's channel and window: several)
     const NodeData* reduce = nullptr;  // its REDUCE
-    const NodeData* a = nullptr;       // the row operand's LOAD
-    const NodeData* b = nullptr;       // the column operand's LOAD
+    const NodeData* a = nullptr;       // the row operand: a load, or an expression of loads (one value per row and k)
+    const NodeData* b = nullptr;       // the column operand (one vector of columns per k)
     int64_t rows = 1, vectors = 1, width = 16;
     bool pack = false;    // B's K x NW panel copied contiguous first (PACK)
     bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
