@@ -520,10 +520,10 @@ class CRenderer {
       t.rows = s.rows;
       t.vectors = s.vectors;
       // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack. A gathered
-      // panel costs a scalar load per element: only worth it when at least 8 rows use it.
+      // panel costs a scalar load per element: only worth it when at least 4 rows use it.
       const int64_t rows_per_worker = tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
       const bool fits = K * s.vectors * t.width * 4 <= 512 * 1024;
-      if (t.gather && (!fits || rows_per_worker < 8)) return false;  // a strided B is only read through the panel
+      if (t.gather && (!fits || rows_per_worker < 4)) return false;  // a strided B is only read through the panel
       t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
       return true;
     }
