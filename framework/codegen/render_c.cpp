@@ -451,9 +451,10 @@ class CRenderer {
       return std::any_of(ks.begin(), ks.end(), [&](const NodeData* k) { return has(v, k); });
     };
     // Every assignment of the operands and of an output range to rows (read by A, not B) and columns (read by B,
-    // not A) is a candidate: the more accumulators win, then one whose B is a plain contiguous load.
+    // not A) is a candidate: the better shape wins (tile_rank), then one whose B is a plain contiguous load.
     auto better = [](const Tile& x, const Tile& y) {
-      return x.rows * x.vectors != y.rows * y.vectors ? x.rows * x.vectors > y.rows * y.vectors : !x.gather && y.gather;
+      const double rx = tile_rank(x.rows, x.vectors), ry = tile_rank(y.rows, y.vectors);
+      return rx != ry ? rx > ry : !x.gather && y.gather;
     };
     for (int first = 0; first < 2; ++first) {
       const NodeData* a = body->src[first].get();
@@ -495,17 +496,15 @@ class CRenderer {
       int64_t rows, vectors;
     };
     // Every R x W with at least 4 accumulators (fewer feed too few multiply-adds per load to beat the plain loops)
-    // whose accumulators, W vectors of B and A's broadcast fit the vector registers (32 with AVX-512, 16 with AVX2):
-    // the most accumulators first, then the fewest loads per k (R + W).
+    // whose accumulators, W vectors of B and A's broadcast fit the vector registers (32 with AVX-512, 16 with AVX2),
+    // best first (tile_rank).
     auto shapes_for = [](int64_t registers) {
       std::vector<Shape> out;
       for (int64_t w = 1; w <= 4; w *= 2)
         for (int64_t r = 1; r <= 16; ++r)
           if (r * w >= 4 && r * w + w + 1 <= registers - 2) out.push_back({r, w});
       std::sort(out.begin(), out.end(), [](const Shape& x, const Shape& y) {
-        if (x.rows * x.vectors != y.rows * y.vectors) return x.rows * x.vectors > y.rows * y.vectors;
-        return x.rows + x.vectors != y.rows + y.vectors ? x.rows + x.vectors < y.rows + y.vectors
-                                                        : x.vectors > y.vectors;
+        return tile_rank(x.rows, x.vectors) > tile_rank(y.rows, y.vectors);
       });
       return out;
     };
@@ -536,6 +535,14 @@ class CRenderer {
     for (const NodeData* r : out_ranges_)
       if (r != t.i && r != t.j) return r->i[1] >= 2 ? r : t.i;
     return t.i;
+  }
+
+  // How good an R x W tile is: multiply-adds per value loaded in a k step (R * W of them for R broadcasts and W
+  // vectors), which bounds a load-limited loop; then more accumulators (more latency hidden). 4 x 4 (2 per load)
+  // beats 16 x 1 (0.94), though both hold 16 accumulators.
+  static double tile_rank(int64_t rows, int64_t vectors) {
+    const double per_load = static_cast<double>(rows * vectors) / static_cast<double>(rows + vectors);
+    return per_load + static_cast<double>(rows * vectors) * 1e-3;
   }
 
   static int64_t axis_of(const NodeData* r, const std::vector<const NodeData*>& out_ranges) {
