@@ -218,6 +218,27 @@ TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   EXPECT_EQ(view_.dirty_lines(), 0u);
 }
 
+// The "kernel" of the test below: writes a word, reads it back many times (a writeback overlaps the reads, not the
+// write), counting reads that do not see it, until 200 writebacks of its line have raced it (under a second here;
+// the read bound is for a flusher that never runs). Not instrumented by ThreadSanitizer, like a real kernel's host
+// twin: the writeback remaps the page under it, which TSan reads as a write to the page.
+struct ReadBackLoop {
+  volatile uint32_t* p;
+  std::atomic<bool>* started;
+  const std::atomic<uint64_t>* writebacks;
+  uint32_t writes = 0, stale = 0;
+};
+__attribute__((no_sanitize("thread"))) void read_back_loop(void* c) {
+  auto* x = static_cast<ReadBackLoop*>(c);
+  while (x->writebacks->load() < 200 && x->writes < 200'000) {
+    ++x->writes;
+    x->started->store(true);
+    x->p[0] = x->writes;
+    for (int k = 0; k < 4096; ++k)
+      if (x->p[0] != x->writes) ++x->stale;
+  }
+}
+
 // A writeback from another queue of the GPU (a copy's release) while a kernel runs: the kernel reads its own writes
 // back every time, never memory that does not hold them yet.
 TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
@@ -231,33 +252,16 @@ TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
       writebacks.fetch_add(1);
     }
   });
-  struct Ctx {
-    volatile uint32_t* p;
-    std::atomic<bool>* started;
-    const std::atomic<uint64_t>* writebacks;
-    uint32_t reads = 0, stale = 0;
-  } ctx{reinterpret_cast<volatile uint32_t*>(view_.at(kBase + 16)), &started, &writebacks};
+  ReadBackLoop loop{reinterpret_cast<volatile uint32_t*>(view_.at(kBase + 16)), &started, &writebacks};
   GuardedRun run(&view_);
-  ASSERT_FALSE(run.run(
-      [](void* c) {
-        auto* x = static_cast<Ctx*>(c);
-        // Until 200 writebacks of its line have raced the loop (under a second here); a bound for a flusher that never
-        // runs.
-        while (x->writebacks->load() < 200 && x->reads < 200'000) {
-          ++x->reads;
-          x->started->store(true);
-          x->p[0] = x->reads;
-          for (int k = 0; k < 4096; ++k)  // read it back many times: a writeback overlaps the reads, not the write
-            if (x->p[0] != x->reads) ++x->stale;
-        }
-      },
-      &ctx));
+  const std::optional<GuestFault> fault = run.run(read_back_loop, &loop);
   stop = true;
-  flusher.join();
-  EXPECT_EQ(ctx.stale, 0u) << "of " << ctx.reads << " writes read back 4096 times each, during " << writebacks.load()
-                           << " writebacks";
+  flusher.join();  // before any assertion can return
+  ASSERT_FALSE(fault);
+  EXPECT_EQ(loop.stale, 0u) << "of " << loop.writes << " writes read back 4096 times each, during " << writebacks.load()
+                            << " writebacks";
   view_.writeback();
-  EXPECT_EQ(memory(4), ctx.reads);
+  EXPECT_EQ(memory(4), loop.writes);
 }
 
 // A full cache writes a line back to make room, as an L2 evicts; unmapping writes a range's lines back.
