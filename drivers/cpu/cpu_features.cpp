@@ -32,8 +32,8 @@ struct FeatureBit {
   uint32_t leaf, subleaf;
   Reg reg;
   uint8_t bit;
-  uint64_t xcr0;      // state components the OS must enable
-  uint32_t needs;     // features (bit_of) it is unusable without
+  uint64_t xcr0;   // state components the OS must enable
+  uint32_t needs;  // features (bit_of) it is unusable without
 };
 
 // Where each feature's bit is (Linux's arch/x86/include/asm/cpufeatures.h words: 4 = CPUID.1:ECX, 9 = CPUID.7:EBX,

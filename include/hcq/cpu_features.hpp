@@ -69,12 +69,23 @@ inline constexpr std::string_view to_string(Bf16MatmulPath p) {
   return "?";
 }
 
-// The best path `f` allows: each needs exactly the features its micro-kernel's target attribute names.
+// Whether `f` has the features path `p`'s micro-kernel is built for (its target attribute in the kernel ABI).
+inline constexpr bool bf16_matmul_path_usable(CpuFeatureSet f, Bf16MatmulPath p) {
+  switch (p) {
+    case Bf16MatmulPath::amx: return f.has(CpuFeature::amx_tile) && f.has(CpuFeature::amx_bf16);
+    case Bf16MatmulPath::avx512_bf16: return f.has(CpuFeature::avx512f) && f.has(CpuFeature::avx512_bf16);
+    case Bf16MatmulPath::avx512: return f.has(CpuFeature::avx512f);
+    case Bf16MatmulPath::avx2: return f.has(CpuFeature::avx2) && f.has(CpuFeature::fma);
+    case Bf16MatmulPath::scalar: return true;
+  }
+  return false;
+}
+
+// The best path `f` allows.
 inline constexpr Bf16MatmulPath choose_bf16_matmul_path(CpuFeatureSet f) {
-  if (f.has(CpuFeature::amx_tile) && f.has(CpuFeature::amx_bf16)) return Bf16MatmulPath::amx;
-  if (f.has(CpuFeature::avx512f) && f.has(CpuFeature::avx512_bf16)) return Bf16MatmulPath::avx512_bf16;
-  if (f.has(CpuFeature::avx512f)) return Bf16MatmulPath::avx512;
-  if (f.has(CpuFeature::avx2) && f.has(CpuFeature::fma)) return Bf16MatmulPath::avx2;
+  for (Bf16MatmulPath p :
+       {Bf16MatmulPath::amx, Bf16MatmulPath::avx512_bf16, Bf16MatmulPath::avx512, Bf16MatmulPath::avx2})
+    if (bf16_matmul_path_usable(f, p)) return p;
   return Bf16MatmulPath::scalar;
 }
 
