@@ -156,6 +156,8 @@ std::string cpu_cc() {
   return executable_on_path("clang-19") ? "clang-19" : "clang";
 }
 
+std::optional<std::string> cpu_features() { return env("HCQ_CPU_FEATURES"); }
+
 std::optional<std::string> dump() {
   std::optional<std::string> v = env("HCQ_DUMP");
   if (v && *v == "0") return std::nullopt;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cpu_features.hpp"
 #include "cpu_limits.hpp"
 #include "cpu_program.hpp"
 #include "cpu_queue.hpp"
@@ -42,7 +43,8 @@ CpuDevice::CpuDevice(std::string name)
       os_(real_os()),
       memory_bytes_(host_memory_bytes(os_)),
       mappings_(std::make_shared<CpuMappings>()),
-      compiler_(os_) {
+      compiler_(os_),
+      isa_(host_cpu_isa()) {
   try {
     process().signals.add_mapper(this);
     mapper_registered_ = true;
@@ -108,6 +110,7 @@ DeviceInfo CpuDevice::info() const {
   i.compute_units = pool_ ? pool_->helpers() + 1 : 1;
   // One worker runs every command kind, whichever queue it came from.
   i.copies_on_compute = true;
+  i.cpu_isa = isa_;
   return i;
 }
 

@@ -79,6 +79,8 @@ class CpuDevice final : public Device, private SignalPool::PageMapper {
   std::unique_ptr<CpuThreadPool> pool_;
   std::array<std::unique_ptr<CpuWorker>, 2> workers_;
   CpuCompiler compiler_;
+  // Found at open (CPUID, HCQ_CPU_FEATURES, the AMX permission); a bad mask fails the open.
+  CpuIsa isa_;
   std::atomic<uint64_t> next_program_handle_{1};
 };
 

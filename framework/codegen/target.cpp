@@ -25,6 +25,7 @@ TargetFacts target_facts(const DeviceInfo& info, unsigned workers, bool optimize
   if (info.interface == "cpu") {
     f.target = Target::cpu;
     f.workers = std::max(1u, workers);
+    if (info.cpu_isa) f.cpu_isa = *info.cpu_isa;
     return f;
   }
   if (info.interface == "kfd" || info.interface == "sim-kfd") f.target = Target::amdgpu;

@@ -48,6 +48,9 @@ struct TargetFacts {
   std::optional<SplitLimits> split;
   // GPUs: the widest vector load or store an elementwise kernel's thread makes, in bytes (render_c.cpp); 0: none.
   uint32_t vector_bytes = 0;
+  // CPU: the instruction-set features kernels may use and the bf16 matmul micro-kernel they give (DeviceInfo's
+  // cpu_isa; include/hcq/kernel_abi.h has one micro-kernel per path). Empty (scalar) on GPUs.
+  CpuIsa cpu_isa;
 };
 
 // Waves per GPU workgroup: four, so that the workgroup is a multiple of the wave width (128 threads with 32-wide

@@ -15,6 +15,7 @@
 
 #include "hcq/backend/thread_annotations.hpp"
 #include "hcq/completion.hpp"
+#include "hcq/cpu_features.hpp"
 #include "hcq/hw_queue.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/program.hpp"
@@ -60,6 +61,9 @@ struct DeviceInfo {
   // Whether HWQueue::copy runs on a compute queue; when false, copies go on copy_queue() (AMD's PM4/AQL and NV's
   // compute engines have no copy command hcq encodes).
   bool copies_on_compute = false;
+  // The CPU device: the instruction-set features its kernels may use and the bf16 matmul path they give
+  // (hcq/cpu_features.hpp, drivers/cpu/cpu_features.cpp); std::nullopt on GPUs.
+  std::optional<CpuIsa> cpu_isa = std::nullopt;
 };
 
 // Ownership: the registry opens devices and shares them (std::shared_ptr): each Buffer and Program made on a device

@@ -343,4 +343,176 @@ typedef uint16_t hcq_u16x8 __attribute__((vector_size(16)));
        hcq_once_; hcq_once_ = 0)
 #endif
 
+/* ================================================================ bf16 matmul micro-kernels (host, x86-64, C)
+ * What a generated bf16 matmul kernel (fp32 accumulation) calls on the CPU device, one function per path of
+ * hcq::Bf16MatmulPath (hcq/cpu_features.hpp), all of the same signature so that the code generator picks one by the
+ * device's features (DeviceInfo::cpu_isa, the framework's TargetFacts::cpu_isa):
+ *
+ *   void hcq_bf16_mm16_<path>(float *c, uint32_t ldc, const uint16_t *a, uint32_t lda,
+ *                             const uint16_t *bp, uint32_t ldbp, uint32_t k);
+ *
+ *   C[16 x 16] += A[16 x k] . B[k x 16]: c row i at c + i*ldc (floats), a row i at a + i*lda (bf16 bits), B given
+ *   VNNI-packed by hcq_bf16_pack_vnni (k/2 rows of 32 bf16, row r at bp + r*ldbp: B[2r][j] at 2j, B[2r+1][j] at
+ *   2j+1), k a multiple of 32 (pad A's columns and B's rows with zeros). Products and sums in fp32 (bf16 x bf16 is
+ *   exact in fp32); the order of the sums differs by path, and amx / avx512_bf16 flush fp32 denormals to zero.
+ *
+ * Paths: amx (tdpbf16ps on tiles: between hcq_amx_begin() and hcq_amx_end() on the calling thread), avx512_bf16
+ * (vdpbf16ps), avx512 and avx2 (FMAs on bf16 widened to fp32), scalar (plain C). Each function carries its
+ * instructions' target attribute, so every kernel compiles on any x86-64 host whatever -march=native enables; a path
+ * whose features the device does not report must never be called (SIGILL, or for AMX without Linux's permission a
+ * SIGILL at the first tile load). The tile state is the OS thread's: an HCQ_THREAD_KERNEL's threads share it, so
+ * tiles must not be live across HCQ_BARRIER. The AMX intrinsics (_tile_loadconfig, _tile_loadd, _tile_dpbf16ps,
+ * _tile_stored, _tile_release, _mm512_dpbf16_ps) are the clang builtins below: <immintrin.h> would be parsed for every
+ * kernel this file is prepended to (docs/kernel-abi.md gives the cost). */
+#if defined(HCQ_TARGET_HOST) && defined(__x86_64__) && defined(__clang__) && !defined(__cplusplus)
+
+typedef float hcq_f32x16_ __attribute__((vector_size(64)));
+typedef uint32_t hcq_u32x16_ __attribute__((vector_size(64)));
+typedef __bf16 hcq_bf16x32_ __attribute__((vector_size(64)));
+typedef float hcq_f32x8_ __attribute__((vector_size(32)));
+typedef uint32_t hcq_u32x8_ __attribute__((vector_size(32)));
+
+static inline float hcq_bf16_to_f32_(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16;
+  float f;
+  __builtin_memcpy(&f, &w, sizeof f);
+  return f;
+}
+
+/* B[k x n] (row r at b + r*ldb) into the VNNI layout: bp row r (r < k/2, at bp + r*ldbp, ldbp >= 2n) holds
+ * B[2r][j] at 2j and B[2r+1][j] at 2j+1; k even. */
+static inline void hcq_bf16_pack_vnni(uint16_t *bp, uint32_t ldbp, const uint16_t *b, uint32_t ldb, uint32_t k,
+                                      uint32_t n) {
+  for (uint32_t r = 0; r < k / 2; ++r)
+    for (uint32_t j = 0; j < n; ++j) {
+      bp[(size_t)r * ldbp + 2 * j] = b[(size_t)(2 * r) * ldb + j];
+      bp[(size_t)r * ldbp + 2 * j + 1] = b[(size_t)(2 * r + 1) * ldb + j];
+    }
+}
+
+/* The tile palette: palette 1, tile 0 = C (16 rows x 64 bytes: 16 fp32), tile 1 = A (16 rows x 64 bytes: 32 bf16),
+ * tile 2 = B packed (16 rows x 64 bytes: 16 pairs); tiles 3..5 the same for the second accumulator chain. The
+ * 64-byte layout is the SDM's (LDTILECFG): palette, start row, 14 reserved bytes, colsb[16], rows[16]. */
+typedef struct hcq_amx_config_ {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} hcq_amx_config_;
+
+static inline __attribute__((target("amx-tile"))) void hcq_amx_begin(void) {
+  hcq_amx_config_ cfg;
+  __builtin_memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 6; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  __builtin_ia32_tile_loadconfig(&cfg);
+}
+
+/* Returns the tiles to their initial state, so the thread's context switches save no tile data again. */
+static inline __attribute__((target("amx-tile"))) void hcq_amx_end(void) { __builtin_ia32_tilerelease(); }
+
+/* Two accumulators (tiles 0 and 3) over alternate 32-deep steps, so that one tdpbf16ps need not wait for the
+ * previous one's result; summed through memory at the end. */
+static inline __attribute__((target("amx-tile,amx-bf16"))) void hcq_bf16_mm16_amx(float *c, uint32_t ldc,
+                                                                                  const uint16_t *a, uint32_t lda,
+                                                                                  const uint16_t *bp, uint32_t ldbp,
+                                                                                  uint32_t k) {
+  float odd[16 * 16];
+  __builtin_ia32_tileloadd64(0, c, (size_t)ldc * 4);
+  __builtin_ia32_tilezero(3);
+  uint32_t s = 0;
+  for (; s + 64 <= k; s += 64) {
+    __builtin_ia32_tileloadd64(1, a + s, (size_t)lda * 2);
+    __builtin_ia32_tileloadd64(2, bp + (size_t)(s / 2) * ldbp, (size_t)ldbp * 2);
+    __builtin_ia32_tileloadd64(4, a + s + 32, (size_t)lda * 2);
+    __builtin_ia32_tileloadd64(5, bp + (size_t)(s / 2 + 16) * ldbp, (size_t)ldbp * 2);
+    __builtin_ia32_tdpbf16ps(0, 1, 2);
+    __builtin_ia32_tdpbf16ps(3, 4, 5);
+  }
+  if (s < k) {
+    __builtin_ia32_tileloadd64(1, a + s, (size_t)lda * 2);
+    __builtin_ia32_tileloadd64(2, bp + (size_t)(s / 2) * ldbp, (size_t)ldbp * 2);
+    __builtin_ia32_tdpbf16ps(0, 1, 2);
+  }
+  __builtin_ia32_tilestored64(0, c, (size_t)ldc * 4);
+  __builtin_ia32_tilestored64(3, odd, 64);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) c[(size_t)i * ldc + j] += odd[i * 16 + j];
+}
+
+/* One zmm accumulator per row of C; each step broadcasts A's pair (a[i][2r], a[i][2r+1]) against packed row r. */
+static inline __attribute__((target("avx512f,avx512bf16"))) void hcq_bf16_mm16_avx512_bf16(
+    float *c, uint32_t ldc, const uint16_t *a, uint32_t lda, const uint16_t *bp, uint32_t ldbp, uint32_t k) {
+  hcq_f32x16_ acc[16];
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(&acc[i], c + (size_t)i * ldc, 64);
+  for (uint32_t r = 0; r < k / 2; ++r) {
+    hcq_bf16x32_ b;
+    __builtin_memcpy(&b, bp + (size_t)r * ldbp, 64);
+    for (int i = 0; i < 16; ++i) {
+      uint32_t pair;
+      __builtin_memcpy(&pair, a + (size_t)i * lda + 2 * r, 4);
+      const hcq_u32x16_ splat = (hcq_u32x16_){0} + pair;
+      acc[i] = __builtin_ia32_dpbf16ps_512(acc[i], (hcq_bf16x32_)splat, b);
+    }
+  }
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(c + (size_t)i * ldc, &acc[i], 64);
+}
+
+/* A packed row's 32-bit word j holds B[2r][j] in its low half and B[2r+1][j] in its high half: shifting the low
+ * half up, or masking the low half off, gives each as fp32. */
+static inline __attribute__((target("avx512f"))) void hcq_bf16_mm16_avx512(float *c, uint32_t ldc, const uint16_t *a,
+                                                                          uint32_t lda, const uint16_t *bp,
+                                                                          uint32_t ldbp, uint32_t k) {
+  hcq_f32x16_ acc[16];
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(&acc[i], c + (size_t)i * ldc, 64);
+  for (uint32_t r = 0; r < k / 2; ++r) {
+    hcq_u32x16_ w;
+    __builtin_memcpy(&w, bp + (size_t)r * ldbp, 64);
+    const hcq_f32x16_ b0 = (hcq_f32x16_)(w << 16), b1 = (hcq_f32x16_)(w & 0xffff0000u);
+    for (int i = 0; i < 16; ++i) {
+      const uint16_t *ar = a + (size_t)i * lda + 2 * r;
+      acc[i] += hcq_bf16_to_f32_(ar[0]) * b0;
+      acc[i] += hcq_bf16_to_f32_(ar[1]) * b1;
+    }
+  }
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(c + (size_t)i * ldc, &acc[i], 64);
+}
+
+/* The same with 8-wide vectors: C in four 8 x 8 quarters, eight ymm accumulators each. */
+static inline __attribute__((target("avx2,fma"))) void hcq_bf16_mm16_avx2(float *c, uint32_t ldc, const uint16_t *a,
+                                                                         uint32_t lda, const uint16_t *bp,
+                                                                         uint32_t ldbp, uint32_t k) {
+  for (int i0 = 0; i0 < 16; i0 += 8)
+    for (int j0 = 0; j0 < 16; j0 += 8) {
+      hcq_f32x8_ acc[8];
+      for (int i = 0; i < 8; ++i) __builtin_memcpy(&acc[i], c + (size_t)(i0 + i) * ldc + j0, 32);
+      for (uint32_t r = 0; r < k / 2; ++r) {
+        hcq_u32x8_ w;
+        __builtin_memcpy(&w, bp + (size_t)r * ldbp + 2 * j0, 32);
+        const hcq_f32x8_ b0 = (hcq_f32x8_)(w << 16), b1 = (hcq_f32x8_)(w & 0xffff0000u);
+        for (int i = 0; i < 8; ++i) {
+          const uint16_t *ar = a + (size_t)(i0 + i) * lda + 2 * r;
+          acc[i] += hcq_bf16_to_f32_(ar[0]) * b0;
+          acc[i] += hcq_bf16_to_f32_(ar[1]) * b1;
+        }
+      }
+      for (int i = 0; i < 8; ++i) __builtin_memcpy(c + (size_t)(i0 + i) * ldc + j0, &acc[i], 32);
+    }
+}
+
+static inline void hcq_bf16_mm16_scalar(float *c, uint32_t ldc, const uint16_t *a, uint32_t lda, const uint16_t *bp,
+                                        uint32_t ldbp, uint32_t k) {
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      float s = c[(size_t)i * ldc + j];
+      for (uint32_t kk = 0; kk < k; ++kk)
+        s += hcq_bf16_to_f32_(a[(size_t)i * lda + kk]) * hcq_bf16_to_f32_(bp[(size_t)(kk / 2) * ldbp + 2 * j + kk % 2]);
+      c[(size_t)i * ldc + j] = s;
+    }
+}
+
+#endif /* bf16 matmul micro-kernels */
+
 #endif /* HCQ_KERNEL_ABI_H */

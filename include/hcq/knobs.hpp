@@ -40,6 +40,10 @@ uint64_t va_size_bytes();
 unsigned cpu_threads();
 // HCQ_CC: the C compiler the CPU device uses (default: clang-19, else clang).
 std::string cpu_cc();
+// HCQ_CPU_FEATURES: CPU features the CPU device must not use, as "-amx_tile,-avx512_bf16" (names in
+// hcq/cpu_features.hpp), so the fallback kernels run on a CPU that has the feature. Unset: none. Checked by
+// drivers/cpu/cpu_features.cpp at each CPU device open.
+std::optional<std::string> cpu_features();
 // HCQ_DUMP: "1" = capture every submission and allocation to ./hcq-capture-<pid>.jsonl, any other text = to that
 // path; unset, empty or "0" = off (nullopt). Read once, when the capture file is first needed (hcq/capture.cpp).
 std::optional<std::string> dump();

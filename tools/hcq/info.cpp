@@ -31,13 +31,17 @@ constexpr const char* kInfoHelp =
     "refused) and is listed again under \"sandboxed\".\n"
     "A third table gives what the framework sizes kernels by: the wave (AMD wavefront, NVIDIA warp; 1 on the CPU),\n"
     "the shared memory one workgroup may use, and the compute units (AMD CUs, NVIDIA SMs, CPU worker threads).\n"
+    "A CPU device also lists the instruction-set features its kernels may use (CPUID, enabled by the OS, less\n"
+    "HCQ_CPU_FEATURES, AMX only with Linux's tile-data permission), the bf16 matmul path they give (amx,\n"
+    "avx512_bf16, avx512, avx2, scalar) and why a feature the CPU has is not used.\n"
     "\n"
     "  --json   one JSON document: {\"devices\": [...], \"unavailable\": [{\"device\", \"reason\"}],\n"
     "           a device: {\"name\", \"interface\", \"arch\", \"memory_bytes\", \"compute_queues\",\n"
     "                      \"copy_queues\", \"driver_version\", \"uuid\" (text as above, or null),\n"
     "                      \"launch_limits\": {\"max_threads_per_group\", \"max_local\": [x, y, z],\n"
     "                                        \"max_global\": [x, y, z]}, \"copies_on_compute\",\n"
-    "                      \"wave_size\", \"shared_memory_bytes\", \"compute_units\"},\n"
+    "                      \"wave_size\", \"shared_memory_bytes\", \"compute_units\",\n"
+    "                      CPU devices: \"cpu_features\": [names], \"bf16_matmul\", \"cpu_features_note\"},\n"
     "           \"pci\": {\"scan_problem\": null or why the bus could not be scanned,\n"
     "                   \"unusable\": [{\"pci_address\", \"vendor\", \"vendor_id\", \"device_id\",\n"
     "                                 \"kernel_driver\", \"reason\"}]}}\n"
@@ -110,8 +114,16 @@ void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavai
         .field("copies_on_compute", d.copies_on_compute)
         .field("wave_size", d.wave_size)
         .field("shared_memory_bytes", d.shared_memory_bytes)
-        .field("compute_units", d.compute_units)
-        .end_object();
+        .field("compute_units", d.compute_units);
+    if (d.cpu_isa) {
+      w.key("cpu_features").begin_array();
+      for (size_t f = 0; f < kCpuFeatureCount; ++f)
+        if (d.cpu_isa->features.has(static_cast<CpuFeature>(f))) w.value(std::string(kCpuFeatureNames[f]));
+      w.end_array()
+          .field("bf16_matmul", std::string(to_string(d.cpu_isa->bf16_matmul)))
+          .field("cpu_features_note", d.cpu_isa->note);
+    }
+    w.end_object();
   }
   w.end_array().key("unavailable").begin_array();
   for (const Unavailable& u : unavailable)
@@ -166,6 +178,17 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
     for (const DeviceInfo& d : devices)
       std::printf("%s%s%s%u\n", pad(d.name, 18).c_str(), pad(std::to_string(d.wave_size), 6).c_str(),
                   pad(human_bytes(d.shared_memory_bytes), 14).c_str(), d.compute_units);
+    // The CPU device's instruction set: what the code generator may use and the bf16 matmul path it picks.
+    bool cpu_heading = false;
+    for (const DeviceInfo& d : devices) {
+      if (!d.cpu_isa) continue;
+      if (!cpu_heading)
+        std::printf("\n%s%s%s\n", pad("NAME", 18).c_str(), pad("BF16 MATMUL", 13).c_str(), "CPU FEATURES");
+      cpu_heading = true;
+      std::printf("%s%s%s\n", pad(d.name, 18).c_str(), pad(std::string(to_string(d.cpu_isa->bf16_matmul)), 13).c_str(),
+                  d.cpu_isa->features.names().c_str());
+      if (!d.cpu_isa->note.empty()) std::printf("  %s%s\n", pad("", 29).c_str(), d.cpu_isa->note.c_str());
+    }
   }
   // The backend appends this to a device's driver text when the driver refused what it always offers itself: the
   // evidence of a proxy between us and the driver (the NV backend under gVisor). Repeated here, where it is seen.
