@@ -491,20 +491,24 @@ class CRenderer {
   // R rows by W vectors: the most accumulators that leave registers for B's W vectors and A's broadcast (32 vector
   // registers with AVX-512, 16 with AVX2), among the shapes that divide the output exactly.
   bool pick_tile_shape(Tile& t) const {
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    // The CPU device's features (HCQ_CPU_FEATURES can mask them): AVX-512's 16-float vectors, AVX2's 8, else none.
+    const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
+    if (!avx512 && !(facts_.cpu_isa.features.has(CpuFeature::avx2) && facts_.cpu_isa.features.has(CpuFeature::fma)))
+      return false;
     struct Shape {
       int64_t rows, vectors;
     };
     // Every R x W with at least 4 accumulators (fewer feed too few multiply-adds per load to beat the plain loops)
-    // whose accumulators, W vectors of B and A's broadcast fit the vector registers (32 with AVX-512, 16 with AVX2),
-    // best first (tile_rank).
+    // whose accumulators, W vectors of B and A's broadcast fit the vector registers with one to spare (32 with
+    // AVX-512, 16 with AVX2: 6 x 4 and 6 x 2 at most), best first (tile_rank; wider first where that ties).
     auto shapes_for = [](int64_t registers) {
       std::vector<Shape> out;
       for (int64_t w = 1; w <= 4; w *= 2)
         for (int64_t r = 1; r <= 16; ++r)
-          if (r * w >= 4 && r * w + w + 1 <= registers - 2) out.push_back({r, w});
+          if (r * w >= 4 && r * w + w + 1 <= registers - 1) out.push_back({r, w});
       std::sort(out.begin(), out.end(), [](const Shape& x, const Shape& y) {
-        return tile_rank(x.rows, x.vectors) > tile_rank(y.rows, y.vectors);
+        const double rx = tile_rank(x.rows, x.vectors), ry = tile_rank(y.rows, y.vectors);
+        return rx != ry ? rx > ry : x.vectors > y.vectors;
       });
       return out;
     };

@@ -11,6 +11,7 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
+#include "hcq/cpu_features.hpp"
 #include "hcq/nn.hpp"
 #include "hcq/tensor.hpp"
 
@@ -36,18 +37,21 @@ Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false) {
   return make_node(Op::KERNEL, DType::float32, {make_node(Op::STORE, DType::float32, {out, add(mul(i, N), j), sum})});
 }
 
-TargetFacts cpu_facts(unsigned workers, bool optimize = true) {
+// A CPU device's facts with AVX-512 (16-float vectors, 32 registers), or with AVX2 and FMA only (8 floats, 16).
+TargetFacts cpu_facts(unsigned workers, bool optimize = true, bool avx512 = true) {
   DeviceInfo info;
   info.name = "hand-made";
   info.interface = "cpu";
   info.arch = "x86_64";
+  CpuIsa isa;
+  isa.features.add(CpuFeature::avx2);
+  isa.features.add(CpuFeature::fma);
+  if (avx512) isa.features.add(CpuFeature::avx512f);
+  info.cpu_isa = isa;
   return target_facts(info, workers, optimize);
 }
 
-// The shapes below are those of a CPU with AVX-512 (16-float vectors, 32 registers), which CI's machines have; on
-// AVX2 the list differs and the values tests below still run.
 TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the tile shapes asserted here are AVX-512's";
   // 48 rows, 128 columns: 6 rows by 4 vectors (24 accumulators), the panel packed (4 row steps per worker).
   const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
   EXPECT_EQ(mm.name, "r_48_128_37_up6x64");
@@ -75,6 +79,22 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   const RenderedKernel noopt = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, false));
   EXPECT_EQ(noopt.name, "r_48_128_37");
   EXPECT_EQ(noopt.opts, "");
+}
+
+// With AVX2 only (or AVX-512 masked off by HCQ_CPU_FEATURES): 8-float vectors and half the registers, so at most 12
+// accumulators; without AVX2, no tiles.
+TEST(FrameworkRegisterTile, Avx2TilesAreSmaller) {
+  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, true, false));
+  EXPECT_EQ(mm.name, "r_48_128_37_up6x16");
+  EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)");
+  EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type(8)));"), std::string::npos)
+      << mm.source;
+  DeviceInfo sse;
+  sse.name = "hand-made";
+  sse.interface = "cpu";
+  sse.arch = "x86_64";
+  sse.cpu_isa = CpuIsa{};
+  EXPECT_EQ(render_c(matmul_kernel(48, 37, 128), target_facts(sse, 2, true)).name, "r_48_128_37_up16");
 }
 
 std::vector<float> values(size_t n, float scale, size_t salt) {
