@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
