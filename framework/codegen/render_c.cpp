@@ -487,8 +487,7 @@ class CRenderer {
     return true;
   }
 
-  // R rows by W vectors: the most accumulators that leave registers for B's W vectors and A's broadcast (32 vector
-  // registers with AVX-512, 16 with AVX2), among the shapes that divide the output exactly.
+  // R rows by W vectors: the best-ranked shape (tile_rank) that divides the output exactly and fits the registers.
   bool pick_tile_shape(Tile& t) const {
     // The CPU device's features (HCQ_CPU_FEATURES can mask them): AVX-512's 16-float vectors, AVX2's 8, else none.
     const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
@@ -525,7 +524,8 @@ class CRenderer {
       // panel costs a scalar load per element: only worth it when at least 4 rows use it.
       const int64_t rows_per_worker = tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
       const bool fits = K * s.vectors * t.width * 4 <= 512 * 1024;
-      if (t.gather && (!fits || rows_per_worker < 4)) return false;  // a strided B is only read through the panel
+      if (t.gather && rows_per_worker < 4) return false;
+      if (t.gather && !fits) continue;  // a strided B is only read through the panel: a narrower one may fit
       t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
       return true;
     }
