@@ -26,7 +26,16 @@ def main():
     check((run.returncode == 0) == bool(doc["devices"]), "exit status 0 exactly when a device is listed")
     for d in doc["devices"]:
         name = d.get("name")
-        check(set(d) == set(device_fields), f"device keys {sorted(d)}")
+        # A CPU device also says its instruction-set features and the bf16 matmul path they give.
+        cpu_fields = {"cpu_features": list, "bf16_matmul": str, "cpu_features_note": str}
+        want_keys = set(device_fields) | (set(cpu_fields) if d.get("interface") == "cpu" else set())
+        check(set(d) == want_keys, f"device keys {sorted(d)}")
+        if d.get("interface") == "cpu":
+            for k, t in cpu_fields.items():
+                check(isinstance(d[k], t), f"device {name}: {k} is {t}")
+            check(all(isinstance(f, str) and f for f in d["cpu_features"]), f"device {name}: feature names")
+            check(d["bf16_matmul"] in ("amx", "avx512_bf16", "avx512", "avx2", "scalar"),
+                  f"device {name}: bf16_matmul {d['bf16_matmul']!r}")
         for k, t in device_fields.items():
             check(isinstance(d[k], t), f"device {name}: {k} is {t}")
         # NVIDIA as nvidia-smi writes it, AMD as ROCr does; the CPU has none.
