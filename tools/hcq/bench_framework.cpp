@@ -223,24 +223,19 @@ struct Operand {
   Tensor t;
   std::vector<float> host;
 };
-Operand random_operand(Device& dev, int64_t rows, int64_t cols, DType dtype) {
-  Tensor t = Tensor::rand({rows, cols}, dtypes::float32, dev.name());
-  if (dtype != dtypes::float32) t = t.cast(dtype);
-  t = t.realize();
-  std::vector<float> host;
-  if (dtype == dtypes::bfloat16) {
-    for (bfloat16_t v : t.data<bfloat16_t>()) host.push_back(v.to_float());
-  } else {
-    host = t.data<float>();
-  }
-  return {t, std::move(host)};
-}
-
+// A float32 or bfloat16 tensor's values as floats.
 std::vector<float> floats_of(const Tensor& t) {
   if (t.dtype() != dtypes::bfloat16) return t.data<float>();
   std::vector<float> out;
   for (bfloat16_t v : t.data<bfloat16_t>()) out.push_back(v.to_float());
   return out;
+}
+
+Operand random_operand(Device& dev, int64_t rows, int64_t cols, DType dtype) {
+  Tensor t = Tensor::rand({rows, cols}, dtypes::float32, dev.name());
+  if (dtype != dtypes::float32) t = t.cast(dtype);
+  t = t.realize();
+  return {t, floats_of(t)};
 }
 
 // The products' operands on the host, kept for the yardsticks after every framework product ran.
