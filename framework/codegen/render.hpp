@@ -17,8 +17,9 @@ struct RenderedKernel {
   std::string source;  // a whole translation unit for the target's compiler (after the HCQ kernel ABI prelude)
   std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
   uint32_t num_bufs = 0;
-  double flops = 0;  // per launch, for HCQ_DEBUG=2
-  double bytes = 0;  // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
+  uint32_t num_vals = 0;  // 32-bit values (HCQ_VAL): the variables the kernel reads (Step::vals)
+  double flops = 0;       // per launch, for HCQ_DEBUG=2
+  double bytes = 0;       // bytes the kernel's buffers hold (read + written), for HCQ_DEBUG=2
   // The optimisations applied, as (operation, axis, amount) in tinygrad's spelling, e.g. "THREAD(0,2) UPCAST(0,6)
   // UPCAST(1,64) PACK(1)": axes count the output ranges in order, then the reduce ranges. For HCQ_DEBUG=2.
   std::string opts;

@@ -79,6 +79,9 @@ std::string wrap_int(DType t, const std::string& a, char op, const std::string& 
 }
 
 // prefix + number, built without operator+ on a literal (GCC 12 warns falsely on that at -O3: -Wrestrict).
+// A kernel value (VAR_PARAM: a variable's value, bound per launch): the ABI's 32-bit word, read as int32.
+std::string var_ref(const NodeData* n) { return "((int32_t)HCQ_VAL(" + std::to_string(n->i[0]) + "))"; }
+
 std::string tag(const char* prefix, int64_t n) {
   std::string s(prefix);
   s += std::to_string(n);
@@ -115,6 +118,8 @@ class CRenderer {
       if (n->op == Op::PARAM) params.push_back(n);
     std::sort(params.begin(), params.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
     rk.num_bufs = static_cast<uint32_t>(params.size());
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::VAR_PARAM) rk.num_vals = std::max(rk.num_vals, static_cast<uint32_t>(n->i[0] + 1));
     for (const NodeData* p : params) rk.bytes += static_cast<double>(p->i[1]) * dtype_size(p->dtype);
 
     // Name: E_ or r_, the output extents, then the reduce extents.
@@ -205,7 +210,7 @@ class CRenderer {
     for (const auto& [name, definition] : helpers_) src += definition;
     // A grouped reduce's body runs once per thread (barriers need each thread's own flow): HCQ_THREAD_KERNEL.
     src += std::string(group_ ? "HCQ_THREAD_KERNEL(" : "HCQ_KERNEL(") + rk.name + ", " + std::to_string(rk.num_bufs) +
-           ", 0) {\n";
+           ", " + std::to_string(rk.num_vals) + ") {\n";
     // Lets clang vectorise float reductions (CPU) and reassociate (AMDGPU); NVRTC knows no clang pragmas.
     if (facts_.target != Target::cuda) src += "#pragma clang fp reassociate(on)\n";
     for (const std::string& d : shared_) src += "  " + d + "\n";  // the ABI wants them first
@@ -423,6 +428,7 @@ class CRenderer {
     }
     if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    if (n->op == Op::VAR_PARAM) return var_ref(n);
     std::vector<std::string> a;
     for (const Node& s : n->src) a.push_back(value_c(s.get(), at));
     return "(" + expr(n, a) + ")";
@@ -803,6 +809,7 @@ class CRenderer {
   std::string ref(const NodeData* n) {
     if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    if (n->op == Op::VAR_PARAM) return var_ref(n);
     const std::string& name = names_.at(n);
     if (n == lane_) return "(" + name + " + u)";
     return in_lane(n) && !inline_.count(n) ? name + "[u]" : name;
@@ -861,6 +868,7 @@ class CRenderer {
     if (auto it = names_.find(n); it != names_.end()) return it->second;
     if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
+    if (n->op == Op::VAR_PARAM) return var_ref(n);
     if (n->op == Op::REDUCE) return emit_reduce(n);
     if (n->op == Op::BUFFERIZE) return emit_array(n);
     if (vec_ && n->op == Op::LOAD && in_lane(n)) return emit_lane_load(n);
@@ -984,6 +992,7 @@ class CRenderer {
     switch (n->op) {
       case Op::RANGE: return names_.at(n);
       case Op::PARAM: return tag("b", n->i[0]);
+      case Op::VAR_PARAM: return var_ref(n);
       case Op::LOAD: {
         std::string v = a[0] + "[" + a[1] + "]";
         const bool from_buffer = n->src[0]->op == Op::PARAM;  // local arrays hold values, not storage words

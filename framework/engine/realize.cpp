@@ -54,17 +54,21 @@ constexpr size_t kMaxCachedSchedules = 4096;
 
 struct Callified {
   Node sink;
-  std::vector<Node> buffers;  // the BUFFER node of each parameter, by number
+  std::vector<Node> buffers;     // the BUFFER node of each parameter, by number
+  std::vector<uint32_t> values;  // the value of each variable (VAR_PARAM), by number, as a kernel reads it
+  std::vector<Node> bound;       // the BIND that gave each variable its value
 };
 
-// Buffers become PARAMs numbered in first-use order; nodes realized by an earlier realize read their buffers.
+// Buffers become PARAMs and bound variables VAR_PARAMs, each numbered in first-use order; nodes realized by an
+// earlier realize read their buffers. A variable bound to two values in one graph is refused: its kernels get one.
 class Callify {
  public:
   Callified run(const std::vector<Node>& roots) {
     std::vector<Node> src;
     src.reserve(roots.size());
     for (const Node& r : roots) src.push_back(visit(r));
-    return {make_node(Op::SINK, DType::bool_, std::move(src)), std::move(buffers_)};
+    return {make_node(Op::SINK, DType::bool_, std::move(src)), std::move(buffers_), std::move(values_),
+            std::move(bound_)};
   }
 
  private:
@@ -78,14 +82,33 @@ class Callify {
     } else if (n->op == Op::BUFFER) {
       out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
       buffers_.push_back(n);
+    } else if (n->op == Op::BIND) {
+      out = variable(n);
     } else {
       out = map_sources(n, [this](const Node& s) { return visit(s); });
     }
     memo_.emplace(n.get(), out);
     return out;
   }
+  Node variable(const Node& bind) {
+    const Node& var = bind->src[0];
+    size_t k = 0;
+    while (k < bound_.size() && bound_[k]->src[0] != var) ++k;
+    if (k == bound_.size()) {
+      bound_.push_back(bind);
+      values_.push_back(static_cast<uint32_t>(static_cast<int32_t>(bind->i[0])));
+    } else if (bound_[k]->i[0] != bind->i[0]) {
+      throw InvalidArgument(hcq::cat("realize: Variable ", var->s, " is bound to ", bound_[k]->i[0], " and to ",
+                                     bind->i[0],
+                                     " in one graph: its kernels read one value. Realize the two parts "
+                                     "separately, or use two variables"));
+    }
+    return make_node(Op::VAR_PARAM, DType::int32, {var}, {static_cast<int64_t>(k)}, 0, bind->s);
+  }
   std::unordered_map<const NodeData*, Node> memo_;
   std::vector<Node> buffers_;
+  std::vector<uint32_t> values_;
+  std::vector<Node> bound_;
 };
 
 const Node& buffer_of(const Node& view) { return view->op == Op::RESHAPE ? view->src[0] : view; }
@@ -222,7 +245,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
   // TinyJit capture: the sink keeps the bound steps; nothing runs.
   CaptureSink* const capture = capture_sink();
-  if (capture) capture->record(sched, bufs);
+  if (capture) capture->record(sched, bufs, call.values);
   const std::span<const Step> run_steps = capture ? std::span<const Step>() : std::span<const Step>(s.steps);
 
   // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.
@@ -241,11 +264,17 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       continue;
     }
     const Node& ast = s.kernel_asts[kernel_index++];
+    std::array<uint32_t, 8> vals{};  // the kernel's variables' values (a kernel reads a few at most)
+    if (st.vals.size() > vals.size())
+      throw InvalidArgument(cat("realize: kernel ", st.what, " reads ", st.vals.size(), " variables, at most ",
+                                vals.size(), " are supported"));
+    for (size_t j = 0; j < st.vals.size(); ++j) vals[j] = call.values[st.vals[j]];
+    const std::span<const uint32_t> val_args(vals.data(), st.vals.size());
     if (validate && validates(st)) {  // HCQ_VALIDATE: alone, waited for, and again on the CPU device
       flush();
       std::vector<Buffer*> args(st.slots.size());
       for (size_t j = 0; j < st.slots.size(); ++j) args[j] = bufs[st.slots[j]].get();
-      run_validated(st, ast, s.slots[st.slots[0]].dtype, args);
+      run_validated(st, ast, s.slots[st.slots[0]].dtype, args, val_args);
       g_kernels.fetch_add(1);
       continue;
     }
@@ -263,7 +292,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       flush();
       std::optional<double> secs;
       try {
-        secs = prog(args, {}, st.global, st.local, true);
+        secs = prog(args, val_args, st.global, st.local, true);
       } catch (const DeviceFault& e) {
         throw DeviceFault(cat(e.what(), "\n  in kernel ", st.what));
       }
@@ -278,7 +307,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     } else {
       if (batch && batch->device().name() != st.device) flush();
       if (!batch) batch = std::make_unique<KernelBatch>(prog.device());
-      batch->add(prog, args, st.global, st.local, st.what);
+      batch->add(prog, args, val_args, st.global, st.local, st.what);
     }
     g_kernels.fetch_add(1);
   }

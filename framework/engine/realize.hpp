@@ -46,7 +46,9 @@ size_t schedule_only(const std::vector<Node>& roots, bool* hit);
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
-  virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) = 0;
+  // `values`: the call's variables' values (Schedule::vars), by number.
+  virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
+                      std::vector<uint32_t> values) = 0;
   virtual void host_read() = 0;
   // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is in `key`, drawn as the k-th.
   virtual void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) = 0;

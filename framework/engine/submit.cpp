@@ -69,15 +69,16 @@ KernelBatch::~KernelBatch() {
   }
 }
 
-void KernelBatch::add(const Program& program, std::span<const uint64_t> bufs, std::array<uint32_t, 3> global,
-                      std::array<uint32_t, 3> local, std::string what) {
+void KernelBatch::add(const Program& program, std::span<const uint64_t> bufs, std::span<const uint32_t> vals,
+                      std::array<uint32_t, 3> global, std::array<uint32_t, 3> local, std::string what) {
   Launch l{&program, {}, {}, {}, std::move(what)};
   l.args.bufs.assign(bufs.begin(), bufs.end());
+  l.args.vals.assign(vals.begin(), vals.end());
   for (size_t d = 0; d < 3; ++d) {
     l.global[d] = Sym(global[d]);
     l.local[d] = Sym(local[d]);
   }
-  program.check_launch(bufs.size(), 0, global.data(), local.data());
+  program.check_launch(bufs.size(), vals.size(), global.data(), local.data());
   launches_.push_back(std::move(l));
 }
 

@@ -20,8 +20,8 @@ class KernelBatch {
   ~KernelBatch();  // submits what is left (errors are swallowed there: call submit() to see them)
   Device& device() const { return dev_; }
   // `what` names the kernel and its tensor op in the message of a fault it causes (fault_context.hpp).
-  void add(const Program& program, std::span<const uint64_t> bufs, std::array<uint32_t, 3> global,
-           std::array<uint32_t, 3> local, std::string what);
+  void add(const Program& program, std::span<const uint64_t> bufs, std::span<const uint32_t> vals,
+           std::array<uint32_t, 3> global, std::array<uint32_t, 3> local, std::string what);
   // Submits the kernels added so far (if any) on the device's timeline.
   void submit();
 

@@ -100,7 +100,8 @@ bool validates(const Step& step) {
          step.kernel->program->device().info().interface != "cpu";
 }
 
-void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffer* const> bufs) {
+void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffer* const> bufs,
+                   std::span<const uint32_t> vals) {
   const Program& prog = *step.kernel->program;
   Device& dev = prog.device();
   explaining_faults(dev, [&] { dev.synchronize(); });
@@ -114,7 +115,7 @@ void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffe
     addrs[j] = bufs[j]->va();
   }
   try {
-    prog(addrs, {}, step.global, step.local, true);
+    prog(addrs, vals, step.global, step.local, true);
   } catch (const DeviceFault& e) {
     throw DeviceFault(cat(e.what(), "\n  in kernel ", step.what));
   }
@@ -134,7 +135,7 @@ void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffe
     copies.back().copyin(std::span<const std::byte>(before[j]));
     cpu_addrs[j] = copies.back().va();
   }
-  (*cpu->program)(cpu_addrs, {}, cpu->rendered.global, cpu->rendered.local, true);
+  (*cpu->program)(cpu_addrs, vals, cpu->rendered.global, cpu->rendered.local, true);
   std::vector<std::byte> want(got.size());
   copies.front().copyout(std::span<std::byte>(want));
 

@@ -19,9 +19,10 @@ namespace hcq::fw {
 // Whether `step` (a kernel step) is one HCQ_VALIDATE cross-checks: the knob is on and it runs off the CPU device.
 bool validates(const Step& step);
 
-// Runs kernel step `step` (its AST `ast`, output dtype `out`) on `bufs` (per argument; null for an empty one) as
-// described above. Waits for the step's device first (the inputs must be computed) and after. Throws
+// Runs kernel step `step` (its AST `ast`, output dtype `out`) on `bufs` (per argument; null for an empty one) and
+// `vals` (its variables' values, both runs) as described above. Waits for the step's device first (the inputs must be computed) and after. Throws
 // ValidationError at a difference; the device's own errors propagate.
-void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffer* const> bufs);
+void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffer* const> bufs,
+                   std::span<const uint32_t> vals);
 
 }  // namespace hcq::fw

@@ -14,6 +14,11 @@ enum class Op : uint8_t {
   PARAM,   // after callify: the i[0]-th buffer of a schedule's call, 1-d of i[1] elements; s = device. In a
            // kernel (s empty): the kernel's i[0]-th buffer argument
   INDEX,   // tensor level: 1-d of i[0] elements whose value is the element's index (arange, rand, masks); s = device
+  // Variables (hcq::Variable): a named int32 with bounds, whose value is bound per realize or per TinyJit call.
+  DEFINE_VAR,  // the variable itself: s = name, i = (min, max); only ever a source of BIND and VAR_PARAM
+  BIND,        // tensor level: (DEFINE_VAR) bound to i[0], a 0-d int32 tensor; s = device
+  VAR_PARAM,   // after callify: (DEFINE_VAR), the i[0]-th variable of a schedule's call; s = device. In a kernel
+               // (s empty): the kernel's i[0]-th 32-bit value (HCQ_VAL)
   // ---- movement (tensor level). i: RESHAPE, EXPAND the new shape; PERMUTE the order; PAD (before, after) per
   // dim, f = the value outside; SHRINK (start, end) per dim; FLIP 0/1 per dim
   RESHAPE,

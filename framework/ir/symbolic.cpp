@@ -162,6 +162,8 @@ std::optional<Interval> cast(DType to, const NodeData& from) {
 std::optional<Interval> interval_of(const NodeData& n) {
   if (n.op == Op::CONST) return Interval{int_value(n), int_value(n)};
   if (n.op == Op::RANGE) return Interval{0, std::max<int64_t>(n.i.at(1) - 1, 0)};
+  // A variable's value is any in its bounds: nothing folds on it but what holds for all of them.
+  if (n.op == Op::VAR_PARAM) return Interval{n.src.at(0)->i.at(0), n.src.at(0)->i.at(1)};
   if (n.op == Op::CAST) return cast(n.dtype, *n.src.at(0));
   if (!is_elementwise(n.op)) return std::nullopt;
   for (const Node& s : n.src)

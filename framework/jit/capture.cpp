@@ -6,8 +6,9 @@
 
 namespace hcq::fw {
 
-void Capture::record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) {
-  records_.push_back(Record{std::move(schedule), std::move(bufs)});
+void Capture::record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
+                     std::vector<uint32_t> values) {
+  records_.push_back(Record{std::move(schedule), std::move(bufs), std::move(values)});
 }
 
 void Capture::rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) { draws_.push_back(Draw{key, k}); }

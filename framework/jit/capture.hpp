@@ -16,9 +16,11 @@ class Capture : public CaptureSink {
   struct Record {
     std::shared_ptr<const Schedule> schedule;   // owns the kernels the steps launch
     std::vector<std::shared_ptr<Buffer>> bufs;  // per slot
+    std::vector<uint32_t> values;               // per variable of the schedule (Schedule::vars)
   };
 
-  void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs) override;
+  void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
+              std::vector<uint32_t> values) override;
   // A host read cannot be captured: the replay would not read again, and nothing has run yet to read.
   [[noreturn]] void host_read() override;
   void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) override;

@@ -39,8 +39,25 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
   const bool prune = options.prune;
   // Inputs by buffer.
   std::unordered_map<const Buffer*, int> input_var;
-  for (size_t k = 0; k < inputs.size(); ++k)
-    if (inputs[k]->payload) input_var.emplace(inputs[k]->payload.get(), static_cast<int>(k));
+  std::unordered_map<const NodeData*, int> input_variable;  // a bound Variable's DEFINE_VAR -> its input
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k]->op == Op::BIND) input_variable.emplace(inputs[k]->src[0].get(), static_cast<int>(k));
+    else if (inputs[k]->payload) input_var.emplace(inputs[k]->payload.get(), static_cast<int>(k));
+  }
+  // A kernel's values: a Variable the call binds is its input's graph variable; any other (bound inside the
+  // function) keeps the value it had in the capture.
+  auto kernel_vals = [&](const Capture::Record& r, const Step& st) {
+    std::vector<Sym> vals;
+    for (uint32_t var : st.vals) {
+      auto it = input_variable.find(r.schedule->vars[var].get());
+      vals.push_back(it != input_variable.end() ? Sym(Var{static_cast<uint16_t>(it->second)}) : Sym(r.values[var]));
+    }
+    return vals;
+  };
+  auto reads_input_variable = [&](const Capture::Record& r, const Step& st) {
+    return std::any_of(st.vals.begin(), st.vals.end(),
+                       [&](uint32_t var) { return input_variable.count(r.schedule->vars[var].get()) > 0; });
+  };
 
   // The buffers the capture made for roots, and the inputs some step writes (slot 0: a kernel's output, a copy's
   // destination).
@@ -133,6 +150,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
         else if (j == 0) p.write = range(*op.fixed);
         else p.reads.push_back(range(*op.fixed));
       }
+      if (reads_input_variable(r, st)) p.always = true;
       // A kernel writing a buffer that existed before its realize (an assign) may read it in place (x += 1).
       if (r.schedule->slots[st.slots[0]].role == Slot::Role::param && p.write.hi > p.write.lo)
         p.reads.push_back(p.write);
@@ -167,7 +185,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     ++info_.graphs;
   };
   for (auto& [var, copy] : scratch) {
-    checked_.push_back(CheckedCall{nullptr, nullptr, {}, {Operand{-1, copy}, Operand{var, nullptr}}});
+    checked_.push_back(CheckedCall{nullptr, nullptr, {}, {Operand{-1, copy}, Operand{var, nullptr}}, {}});
     calls.push_back(
         CopyCall{&copy->device(), address(Operand{-1, copy}), Sym(Var{static_cast<uint16_t>(var)}), copy->size()});
     ++info_.written_inputs;
@@ -182,6 +200,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
           c.step = &st;
           c.ast = r.schedule->kernel_asts[kernel_index++];
           c.out = r.schedule->slots[st.slots[0]].dtype;
+          c.vals = kernel_vals(r, st);
         }
         for (uint32_t slot : st.slots) c.ops.push_back(operand(r.bufs[slot]));
         if (c.step || (r.bufs[st.slots[0]] && r.bufs[st.slots[1]])) checked_.push_back(std::move(c));
@@ -193,6 +212,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
           const std::shared_ptr<Buffer>& b = r.bufs[st.slots[j]];
           call.bufs.push_back(BufferUse{address(operand(b)), b ? b->size() : 0, j == 0 ? Access::write : Access::read});
         }
+        call.vals = kernel_vals(r, st);
         for (size_t d = 0; d < 3; ++d) {
           call.global[d] = Sym(st.global[d]);
           call.local[d] = Sym(st.local[d]);
@@ -223,7 +243,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
   }
   for (auto& [index, src] : copied_outputs) {
     checked_.push_back(
-        CheckedCall{nullptr, nullptr, {}, {Operand{static_cast<int>(num_inputs_ + index), nullptr}, operand(src)}});
+        CheckedCall{nullptr, nullptr, {}, {Operand{static_cast<int>(num_inputs_ + index), nullptr}, operand(src)}, {}});
     calls.push_back(CopyCall{&src->device(), Sym(Var{static_cast<uint16_t>(num_inputs_ + index)}),
                              address(operand(src)), src->size()});
   }
@@ -272,14 +292,16 @@ void Replay::run_checked() {
       if (bufs[0] && bufs[1]) copy_buffers(*bufs[0], *bufs[1]);
       continue;
     }
+    std::vector<uint32_t> vals;
+    for (const Sym& v : c.vals) vals.push_back(static_cast<uint32_t>(v.eval(vars_)));
     if (validates(*c.step)) {
-      run_validated(*c.step, c.ast, c.out, bufs);
+      run_validated(*c.step, c.ast, c.out, bufs, vals);
       continue;
     }
     std::vector<uint64_t> addrs;
     for (Buffer* b : bufs) addrs.push_back(b ? b->va() : 0);
     const Program& prog = *c.step->kernel->program;
-    explaining_faults(prog.device(), [&] { prog(addrs, {}, c.step->global, c.step->local, true); });
+    explaining_faults(prog.device(), [&] { prog(addrs, vals, c.step->global, c.step->local, true); });
   }
 }
 
@@ -295,6 +317,11 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
     }
   }
   for (size_t k = 0; k < num_inputs_; ++k) {
+    if (inputs[k]->op == Op::BIND) {  // a bound Variable: the kernels' 32-bit value
+      var_bufs_[k] = nullptr;
+      vars_[k] = static_cast<uint32_t>(static_cast<int32_t>(inputs[k]->i[0]));
+      continue;
+    }
     var_bufs_[k] = inputs[k]->payload.get();
     vars_[k] = var_bufs_[k] ? var_bufs_[k]->va() : 0;
   }

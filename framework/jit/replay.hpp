@@ -1,7 +1,7 @@
 // The replay of a captured call (framework.md, contract 10): the captured kernel launches and copies, their buffers
 // resolved to graph operands, batched into hcq::Graphs.
 //
-// Operands: an input's buffer is a graph variable (its address, bound per call), unless the captured kernels write
+// Operands: an input's buffer (or a bound Variable's value, hcq::Variable) is a graph variable (its address, bound per call), unless the captured kernels write
 // it: then a buffer of the JIT's own is a copy of it, made first in the replay, so the caller's tensor is not
 // clobbered. A buffer that the capture made for a returned tensor is a variable too, bound per call to a fresh
 // buffer, so each call's outputs are new tensors; a returned tensor whose buffer is anything else (an input, a
@@ -109,6 +109,7 @@ class Replay {
     Node ast;
     DType out = DType::float32;
     std::vector<Operand> ops;
+    std::vector<Sym> vals;  // the kernel's values: constants, or an input Variable's graph variable
   };
   bool validating_ = false;
   std::vector<CheckedCall> checked_;

@@ -11,9 +11,17 @@ namespace hcq::fw {
 InputSignature InputSignature::of(const std::vector<Tensor>& tensors) {
   InputSignature sig;
   sig.inputs.reserve(tensors.size());
-  for (const Tensor& t : tensors) sig.inputs.push_back(Input{t.shape(), t.dtype(), t.device()});
+  for (const Tensor& t : tensors)
+    sig.inputs.push_back(
+        Input{t.shape(), t.dtype(), t.device(), t.node()->op == Op::BIND ? t.node()->src[0] : nullptr});
   return sig;
 }
+
+namespace {
+std::string var_desc(const Node& var) {
+  return var ? hcq::cat("Variable ", var->s, " [", var->i[0], ", ", var->i[1], "]") : std::string("a tensor");
+}
+}  // namespace
 
 void InputSignature::check(const std::vector<Tensor>& tensors) const {
   constexpr const char* kInstead =
@@ -25,6 +33,10 @@ void InputSignature::check(const std::vector<Tensor>& tensors) const {
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Input& want = inputs[k];
     const Tensor& got = tensors[k];
+    const Node got_var = got.defined() && got.node()->op == Op::BIND ? got.node()->src[0] : nullptr;
+    if (got_var != want.var)
+      throw JitError(hcq::cat("TinyJit: input ", k, " changed: ", var_desc(got_var), ", first called with ",
+                              var_desc(want.var), kInstead));
     if (got.shape() != want.shape)
       throw JitError(hcq::cat("TinyJit: input ", k, "'s shape changed: ", shape_str(got.shape()),
                               ", first called with ", shape_str(want.shape), kInstead));
@@ -45,6 +57,14 @@ std::vector<Node> input_buffers(const std::vector<Tensor>& inputs) {
       throw JitError(
           hcq::cat("TinyJit: input ", k, " is an empty (default-constructed) Tensor: pass a realised tensor"));
     Node n = inputs[k].node();
+    if (n->op == Op::BIND) {  // a bound Variable: its value is the call's, not a buffer
+      for (size_t j = 0; j < k; ++j)
+        if (bufs[j]->op == Op::BIND && bufs[j]->src[0] == n->src[0])
+          throw JitError(hcq::cat("TinyJit: inputs ", j, " and ", k, " are the same Variable (", n->src[0]->s,
+                                  "): pass it once and use it twice inside the function"));
+      bufs.push_back(std::move(n));
+      continue;
+    }
     while (Node done = n->realized()) n = done;
     if (!is_buffer_view(n))
       throw JitError(hcq::cat("TinyJit: input ", k, " (", shape_str(inputs[k].shape()), " ",

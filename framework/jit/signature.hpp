@@ -16,6 +16,7 @@ struct InputSignature {
     Shape shape;
     DType dtype;
     std::string device;
+    Node var;  // a bound Variable's DEFINE_VAR (hcq::Variable::bind): its value changes per call; else null
   };
   std::vector<Input> inputs;
 
@@ -24,7 +25,8 @@ struct InputSignature {
   void check(const std::vector<Tensor>& tensors) const;
 };
 
-// Each input's BUFFER node. Throws JitError for an empty tensor, one that is not realised, or a buffer passed twice.
+// Each input's BUFFER node, or for a bound Variable its BIND node. Throws JitError for an empty tensor, one that is
+// not realised, or a buffer or a Variable passed twice.
 std::vector<Node> input_buffers(const std::vector<Tensor>& inputs);
 
 }  // namespace hcq::fw

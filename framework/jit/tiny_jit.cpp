@@ -60,6 +60,10 @@ std::vector<Tensor> function_inputs(const std::vector<Tensor>& inputs, const std
   out.reserve(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Node& b = bufs[k];
+    if (b->op == Op::BIND) {  // a bound Variable: the function sees its value, bound per call
+      out.emplace_back(b);
+      continue;
+    }
     Node own = copy ? new_buffer_node(b->device(), b->dtype, b->i[1]) : alias_buffer_node(b);
     if (copy && own->payload) own->payload->copy_from(*b->payload);
     out.emplace_back(t_reshape(own, inputs[k].shape()));

@@ -66,6 +66,7 @@ class Lowerer {
       : realized_(realized), root_(root), local_axes_(local) {}
 
   std::vector<uint32_t> slots;
+  std::vector<uint32_t> vals;
   std::vector<const NodeData*> reads;
   int next_range = 0;
 
@@ -95,6 +96,15 @@ class Lowerer {
       local = it->second;
     }
     return make_node(Op::PARAM, t, {}, {local, numel});
+  }
+
+  // The kernel's value for the call's variable number `var` (a tensor-level VAR_PARAM), numbered in first use.
+  Node variable(const Node& n) {
+    const uint32_t var = static_cast<uint32_t>(n->i[0]);
+    size_t k = 0;
+    while (k < vals.size() && vals[k] != var) ++k;
+    if (k == vals.size()) vals.push_back(var);
+    return make_node(Op::VAR_PARAM, n->dtype, {n->src[0]}, {static_cast<int64_t>(k)});
   }
 
   Node load(uint32_t slot, const NodeData* n, const Node& index, const Node& gate) {
@@ -149,6 +159,7 @@ class Lowerer {
       case Op::PARAM: note_read(n.get()); return load(static_cast<uint32_t>(n->i[0]), n.get(), idx.at(0), gate);
       case Op::CONST: return const_node(n->dtype, n->const_value());
       case Op::INDEX: return idx.at(0);
+      case Op::VAR_PARAM: return variable(n);
       case Op::CONTIGUOUS: return value(n->src[0], idx, gate);
       case Op::ASSIGN: return value(n->src[1], idx, gate);
       case Op::RESHAPE: {
@@ -295,6 +306,7 @@ LoweredKernel lower_kernel(const Node& root, uint32_t out_slot,
   LoweredKernel k;
   k.ast = simplify(make_node(Op::KERNEL, root->dtype, {store}));
   k.slots = std::move(lw.slots);
+  k.vals = std::move(lw.vals);
   k.reads = std::move(lw.reads);
   k.disagreeing = lw.disagreements();
   return k;

@@ -16,6 +16,7 @@ namespace hcq::fw {
 struct LoweredKernel {
   Node ast;                     // KERNEL(STORE(PARAM 0, index, value))
   std::vector<uint32_t> slots;  // the schedule slot of each kernel buffer: [0] the output, then inputs in order
+  std::vector<uint32_t> vals;   // the call's variable behind each of the kernel's 32-bit values, in order
   // The tensor-level nodes the kernel reads (realized nodes and PARAMs), for ordering.
   std::vector<const NodeData*> reads;
   // Fused reduces this kernel needs at several indices (their consumers disagree on the ranges): computed once per

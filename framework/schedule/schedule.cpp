@@ -120,6 +120,12 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
         s.slots[k] = Slot{Slot::Role::param, n->s, n->dtype, n->i[1]};
       }
     s.num_params = s.slots.size();
+    for (const Node& n : topo)
+      if (n->op == Op::VAR_PARAM) {
+        const size_t k = static_cast<size_t>(n->i[0]);
+        if (s.vars.size() <= k) s.vars.resize(k + 1);
+        s.vars[k] = n->src[0];
+      }
 
     // A slot for each realized node: an assign writes its target's parameter; roots get outputs; others temps.
     std::unordered_map<const NodeData*, uint32_t> slot_of;
@@ -187,6 +193,7 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
       p.step.kind = Step::Kind::kernel;
       p.step.what = op_desc(n.get());
       p.step.slots = std::move(k.slots);
+      p.step.vals = std::move(k.vals);
       p.reads = std::move(k.reads);
       p.ast = std::move(k.ast);
       pending.push_back(std::move(p));

@@ -35,6 +35,7 @@ struct Arena {
 struct Step {
   enum class Kind : uint8_t { kernel, copy } kind;
   std::vector<uint32_t> slots;  // kernel: its buffer arguments (output first); copy: {destination, source}
+  std::vector<uint32_t> vals;   // kernel: its 32-bit values, each the number of one of the call's variables
   std::shared_ptr<const CompiledKernel> kernel;  // kernel steps
   std::array<uint32_t, 3> global{1, 1, 1}, local{1, 1, 1};
   std::string device;  // where it runs (copy: the destination)
@@ -44,6 +45,8 @@ struct Step {
 struct Schedule {
   std::vector<Slot> slots;
   size_t num_params = 0;
+  // The call's variables (VAR_PARAMs), by number: each one's DEFINE_VAR. Their values come with each call.
+  std::vector<Node> vars;
   std::vector<Arena> arenas;
   std::vector<Step> steps;
   // For each root: the slot that holds its value afterwards (a param slot for an assign or a root that is a

@@ -295,6 +295,31 @@ constexpr DType Tensor::host_dtype() {
   else static_assert(sizeof(T) == 0, "no hcq dtype for this host type");
 }
 
+// A named integer with bounds, bound to a value per call (tinygrad's Variable): the value reaches the kernels as
+// a 32-bit kernel argument, so a graph that uses it is scheduled and compiled once for every value, and a TinyJit
+// that gets it as an input replays with each call's value without capturing again.
+//
+//   hcq::Variable steps("steps", 1, 1000);
+//   hcq::TinyJit f([&](const std::vector<hcq::Tensor>& in) { return std::vector{in[0] * in[1]}; });
+//   for (int k = 1; k <= 10; ++k) f({x, steps.bind(k)});   // one capture, ten values
+//
+// Equality is by name and bounds: two Variables that agree on both are the same variable.
+class Variable {
+ public:
+  // InvalidArgument: an empty name, min > max, or bounds outside int32.
+  Variable(std::string name, int64_t min, int64_t max);
+  const std::string& name() const { return name_; }
+  int64_t min() const { return min_; }
+  int64_t max() const { return max_; }
+  // A 0-d int32 tensor holding `value` (InvalidArgument naming the variable and its bounds when outside them).
+  // Usable like any int32 scalar tensor; in a TinyJit's inputs it is bound per call.
+  Tensor bind(int64_t value, std::string device = {}) const;
+
+ private:
+  std::string name_;
+  int64_t min_, max_;
+};
+
 // What the framework did since the process started (tests, tools; like tinygrad's GlobalCounters): kernels
 // launched, device copies, schedules built (cache misses) and reused (hits), kernels compiled (not from a cache).
 struct FrameworkCounters {
