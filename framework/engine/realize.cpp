@@ -103,7 +103,10 @@ class Callify {
                                      " in one graph: its kernels read one value. Realize the two parts "
                                      "separately, or use two variables"));
     }
-    return make_node(Op::VAR_PARAM, DType::int32, {var}, {static_cast<int64_t>(k)}, 0, bind->s);
+    // The schedule knows a variable by name and bounds only: an anonymous one (a random tensor's key: no name, an
+    // id of its own) leaves its id out, so that every draw has the same schedule.
+    const Node known = var->s.empty() ? make_node(Op::DEFINE_VAR, var->dtype, {}, {var->i[0], var->i[1]}) : var;
+    return make_node(Op::VAR_PARAM, DType::int32, {known}, {static_cast<int64_t>(k)}, 0, bind->s);
   }
   std::unordered_map<const NodeData*, Node> memo_;
   std::vector<Node> buffers_;
@@ -245,7 +248,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
   // TinyJit capture: the sink keeps the bound steps; nothing runs.
   CaptureSink* const capture = capture_sink();
-  if (capture) capture->record(sched, bufs, call.values);
+  if (capture) capture->record(sched, bufs, call.bound);
   const std::span<const Step> run_steps = capture ? std::span<const Step>() : std::span<const Step>(s.steps);
 
   // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.

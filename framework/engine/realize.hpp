@@ -46,12 +46,13 @@ size_t schedule_only(const std::vector<Node>& roots, bool* hit);
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
-  // `values`: the call's variables' values (Schedule::vars), by number.
+  // `bound`: the BIND node that gave each of the call's variables (Schedule::vars) its value, by number.
   virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-                      std::vector<uint32_t> values) = 0;
+                      std::vector<Node> bound) = 0;
   virtual void host_read() = 0;
-  // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is in `key`, drawn as the k-th.
-  virtual void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) = 0;
+  // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is bound to variable `key` (a
+  // DEFINE_VAR), drawn as the k-th.
+  virtual void rng_draw(const Node& key, uint64_t k) = 0;
 };
 // This thread's sink (null: none). set_capture_sink returns the previous one.
 CaptureSink* capture_sink();

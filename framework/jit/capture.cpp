@@ -7,11 +7,11 @@
 namespace hcq::fw {
 
 void Capture::record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-                     std::vector<uint32_t> values) {
-  records_.push_back(Record{std::move(schedule), std::move(bufs), std::move(values)});
+                     std::vector<Node> bound) {
+  records_.push_back(Record{std::move(schedule), std::move(bufs), std::move(bound)});
 }
 
-void Capture::rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) { draws_.push_back(Draw{key, k}); }
+void Capture::rng_draw(const Node& key, uint64_t k) { draws_.push_back(Draw{key, k}); }
 
 void Capture::host_read() {
   throw JitError(

@@ -16,18 +16,18 @@ class Capture : public CaptureSink {
   struct Record {
     std::shared_ptr<const Schedule> schedule;   // owns the kernels the steps launch
     std::vector<std::shared_ptr<Buffer>> bufs;  // per slot
-    std::vector<uint32_t> values;               // per variable of the schedule (Schedule::vars)
+    std::vector<Node> bound;                    // per variable of the schedule: the BIND that gave its value
   };
 
   void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-              std::vector<uint32_t> values) override;
+              std::vector<Node> bound) override;
   // A host read cannot be captured: the replay would not read again, and nothing has run yet to read.
   [[noreturn]] void host_read() override;
-  void rng_draw(const std::shared_ptr<Buffer>& key, uint64_t k) override;
+  void rng_draw(const Node& key, uint64_t k) override;
 
-  // A random tensor the function built: the buffer its kernels read the key from, and which draw it was.
+  // A random tensor the function built: the variable its key is bound to, and which draw it was.
   struct Draw {
-    std::shared_ptr<Buffer> key;
+    Node key;
     uint64_t k;
   };
 

@@ -44,19 +44,29 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
     if (inputs[k]->op == Op::BIND) input_variable.emplace(inputs[k]->src[0].get(), static_cast<int>(k));
     else if (inputs[k]->payload) input_var.emplace(inputs[k]->payload.get(), static_cast<int>(k));
   }
-  // A kernel's values: a Variable the call binds is its input's graph variable; any other (bound inside the
-  // function) keeps the value it had in the capture.
+  // A random tensor's key variable -> its draw (graph variables: after the inputs and the outputs, below).
+  std::unordered_map<const NodeData*, size_t> draw_of;
+  for (size_t j = 0; j < capture.draws().size(); ++j) draw_of.emplace(capture.draws()[j].key.get(), j);
+  // A kernel's values: a Variable the call binds is its input's graph variable, a random key its draw's; any other
+  // (bound inside the function) keeps the value it had in the capture.
+  auto graph_variable = [&](const Capture::Record& r, uint32_t var) -> int {
+    const NodeData* v = r.bound[var]->src[0].get();
+    if (auto it = input_variable.find(v); it != input_variable.end()) return it->second;
+    if (auto it = draw_of.find(v); it != draw_of.end())
+      return static_cast<int>(num_inputs_ + output_buffers_.size() + it->second);
+    return -1;
+  };
   auto kernel_vals = [&](const Capture::Record& r, const Step& st) {
     std::vector<Sym> vals;
     for (uint32_t var : st.vals) {
-      auto it = input_variable.find(r.schedule->vars[var].get());
-      vals.push_back(it != input_variable.end() ? Sym(Var{static_cast<uint16_t>(it->second)}) : Sym(r.values[var]));
+      const int g = graph_variable(r, var);
+      vals.push_back(g >= 0 ? Sym(Var{static_cast<uint16_t>(g)})
+                            : Sym(static_cast<uint32_t>(static_cast<int32_t>(r.bound[var]->i[0]))));
     }
     return vals;
   };
-  auto reads_input_variable = [&](const Capture::Record& r, const Step& st) {
-    return std::any_of(st.vals.begin(), st.vals.end(),
-                       [&](uint32_t var) { return input_variable.count(r.schedule->vars[var].get()) > 0; });
+  auto reads_graph_variable = [&](const Capture::Record& r, const Step& st) {
+    return std::any_of(st.vals.begin(), st.vals.end(), [&](uint32_t var) { return graph_variable(r, var) >= 0; });
   };
 
   // The buffers the capture made for roots, and the inputs some step writes (slot 0: a kernel's output, a copy's
@@ -137,7 +147,6 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
   std::vector<PruneStep> prune_in;
   std::vector<ByteRange> varying;
   auto range = [](const Buffer& b) { return ByteRange{b.va(), b.va() + b.size()}; };
-  for (const Capture::Draw& d : capture.draws()) varying.push_back(range(*d.key));
   for (const auto& [var, copy] : scratch) varying.push_back(range(*copy));
   for (const Capture::Record& r : capture.records()) {
     for (const Step& st : r.schedule->steps) {
@@ -150,7 +159,7 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
         else if (j == 0) p.write = range(*op.fixed);
         else p.reads.push_back(range(*op.fixed));
       }
-      if (reads_input_variable(r, st)) p.always = true;
+      if (reads_graph_variable(r, st)) p.always = true;
       // A kernel writing a buffer that existed before its realize (an assign) may read it in place (x += 1).
       if (r.schedule->slots[st.slots[0]].role == Slot::Role::param && p.write.hi > p.write.lo)
         p.reads.push_back(p.write);
@@ -259,14 +268,15 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
 
   if (!capture.draws().empty()) {
     const uint64_t first = capture.draws().front().k;
+    captured_first_draw_ = first;
     for (const Capture::Draw& d : capture.draws()) {
-      draws_.push_back(Draw{d.key, d.k - first});
+      draw_offsets_.push_back(d.k - first);
       num_draws_ = std::max(num_draws_, d.k - first + 1);
     }
     info_.random_draws = num_draws_;
   }
 
-  vars_.assign(num_inputs_ + output_buffers_.size(), 0);
+  vars_.assign(num_inputs_ + output_buffers_.size() + draw_offsets_.size(), 0);
   var_bufs_.assign(vars_.size(), nullptr);
   call_outputs_.resize(output_buffers_.size());
 }
@@ -308,13 +318,12 @@ void Replay::run_checked() {
 Buffer* Replay::resolve(const Operand& op) const { return op.var >= 0 ? var_bufs_[op.var] : op.fixed.get(); }
 
 std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
-  if (draw && num_draws_ > 0) {
-    // Each copyin is ordered after the previous replay on the key's device (its kernels read the old key).
-    const uint64_t seed = rng_seed(), base = rng_take(num_draws_);
-    for (const Draw& d : draws_) {
-      const uint32_t key = rng_key(seed, base + d.offset);
-      d.key->copyin(std::span<const uint32_t>(&key, 1));
-    }
+  if (num_draws_ > 0) {
+    // The keys are kernel values, patched into this replay's launches: nothing waits for the previous replay. The
+    // capture's own first replay binds the keys the capture drew.
+    const uint64_t seed = rng_seed(), base = draw ? rng_take(num_draws_) : captured_first_draw_;
+    const size_t first_var = num_inputs_ + output_buffers_.size();
+    for (size_t j = 0; j < draw_offsets_.size(); ++j) vars_[first_var + j] = rng_key(seed, base + draw_offsets_[j]);
   }
   for (size_t k = 0; k < num_inputs_; ++k) {
     if (inputs[k]->op == Op::BIND) {  // a bound Variable: the kernels' 32-bit value

@@ -92,14 +92,12 @@ class Replay {
   std::vector<uint64_t> vars_;      // per variable, this call's address
   std::vector<Buffer*> var_bufs_;   // per variable, this call's buffer (host copies)
   std::vector<Node> call_outputs_;  // this call's fresh output BUFFER nodes
-  // Random tensors (framework/tensor/rng.hpp): each replay takes as many draws as the captured call took and
-  // writes each key buffer the key the eager call would have drawn in its place (its offset from the first).
-  struct Draw {
-    std::shared_ptr<Buffer> key;
-    uint64_t offset;
-  };
-  std::vector<Draw> draws_;
+  // Random tensors (framework/tensor/rng.hpp): each replay takes as many draws as the captured call took and binds
+  // each key variable (graph variables after the outputs, in capture order) the key the eager call would have drawn
+  // in its place: its offset from the first.
+  std::vector<uint64_t> draw_offsets_;
   uint64_t num_draws_ = 0;
+  uint64_t captured_first_draw_ = 0;  // the k of the capture's first draw: its replay binds the capture's keys
   std::vector<std::string> writers_;
   // HCQ_VALIDATE at capture (framework/engine/validate.hpp): each replay runs the calls one by one, every kernel off
   // the CPU device cross-checked on the CPU device, instead of replaying the graphs. A kernel (`step` set) or a

@@ -1,18 +1,18 @@
 // Counter-based random numbers: element i of the k-th random tensor since manual_seed(s) is a hash of (s, k, i),
 // computed inside the kernel with 32-bit integer ops, so it is the same on every device and under any fusion.
-// The per-tensor key (from s and k) is read from a one-element buffer rather than baked into the kernel as a
-// constant: every random tensor of a shape is then the same kernel (a schedule-cache hit, nothing new to compile),
-// and a TinyJit replay draws new numbers by writing new keys into the captured buffers (framework/tensor/rng.hpp).
+// The per-tensor key (from s and k) is a variable of its own, bound to the key (an anonymous hcq::Variable: a 32-bit
+// kernel value) rather than a constant baked into the kernel: every random tensor of a shape is then the same kernel
+// (a schedule-cache hit, nothing new to compile), nothing is written to the device to draw, and a TinyJit replay
+// draws new numbers by binding new keys to the captured variables (framework/tensor/rng.hpp).
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <numbers>
-#include <span>
 
 #include "framework/engine/realize.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/tensor/build.hpp"
 #include "framework/tensor/rng.hpp"
-#include "hcq/buffer.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
@@ -22,6 +22,7 @@ using namespace fw;
 namespace {
 
 std::atomic<uint64_t> g_seed{0}, g_counter{0};
+std::atomic<int64_t> g_next_key_variable{0};  // never reset: each draw's variable is its own
 
 uint32_t mix64to32(uint64_t x) {
   x ^= x >> 33;
@@ -40,10 +41,13 @@ Node random_bits(int64_t n, const std::string& dev) {
   auto c = [&](uint32_t v) { return t_full(s, static_cast<int64_t>(v), DType::uint32, dev); };
   Node key_node = c(key);  // no elements: nothing reads the key
   if (n > 0) {
-    Node key_buf = new_buffer_node(dev, DType::uint32, 1);
-    key_buf->payload->copyin(std::span<const uint32_t>(&key, 1));
-    if (CaptureSink* capture = capture_sink()) capture->rng_draw(key_buf->payload, k);
-    key_node = t_expand(key_buf, s);
+    // Anonymous (no name): callify numbers it like any variable but leaves its identity out of the schedule.
+    const Node var = make_node(
+        Op::DEFINE_VAR, DType::int32, {},
+        {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), g_next_key_variable.fetch_add(1)});
+    const Node bound = make_node(Op::BIND, DType::int32, {var}, {static_cast<int32_t>(key)}, 0, dev);
+    if (CaptureSink* capture = capture_sink()) capture->rng_draw(var, k);
+    key_node = t_expand(t_reshape(t_cast(bound, DType::uint32), {1}), s);
   }
   Node h = t_alu(Op::ADD, DType::uint32,
                  {t_alu(Op::MUL, DType::uint32, {t_index(n, DType::uint32, dev), c(0x9e3779b1u)}), key_node});

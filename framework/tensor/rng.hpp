@@ -1,5 +1,5 @@
-// The random generator's state, for TinyJit (framework/jit): a jitted function's random tensors read their key from
-// a one-element device buffer, and each replay writes the keys the eager calls would have drawn in its place.
+// The random generator's state, for TinyJit (framework/jit): each random tensor's key is a variable of its own (a
+// 32-bit kernel value), and each replay binds the keys the eager calls would have drawn in its place.
 // Element i of the k-th random tensor since manual_seed(s) is a hash of (key(s, k), i) (framework/tensor/random.cpp).
 #pragma once
 

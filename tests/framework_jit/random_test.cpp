@@ -100,5 +100,19 @@ TEST(FrameworkJitRandom, RandomTensorsOfAShapeShareOneKernel) {
   (void)a;
 }
 
+// The key reaches the kernel as its one 32-bit value (an anonymous Variable), not through memory: drawing writes
+// nothing to the device, so a random tensor (eager, or in a replay) waits for nothing the device does first. The
+// kernel's only buffer is its output.
+TEST(FrameworkJitRandom, TheKeyIsAKernelValueNotABuffer) {
+  std::vector<std::pair<uint32_t, uint32_t>> seen;  // (buffers, values) of each kernel rendered
+  jittest::with_render_hook([&](fw::RenderedKernel& k) { seen.emplace_back(k.num_bufs, k.num_vals); },
+                            [] {
+                              Tensor::manual_seed(9);
+                              const std::vector<float> got = Tensor::rand({4}).data<float>();
+                              for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], host_rand(9, 0, i)) << i;
+                            });
+  EXPECT_EQ(seen, (std::vector<std::pair<uint32_t, uint32_t>>{{1, 1}}));
+}
+
 }  // namespace
 }  // namespace hcq
