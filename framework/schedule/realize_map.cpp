@@ -20,6 +20,28 @@ bool expands(const NodeData* n) {
   return false;
 }
 
+// An elementwise value costing at least this many ALU ops per element is computed once into a buffer when a kernel
+// reads it through an EXPAND (each element then used many times), instead of being recomputed for every use. A
+// convolution's input gradient reads a batch norm's backward (some 30 ops with square roots and divisions) once per
+// kernel window position and output channel: recomputed, it was 25 times the work of the convolution itself.
+constexpr int kExpensiveOps = 16;
+
+// The ALU ops of n's value per element, down to what is realized (loads) and reduces (realized or fused: their cost
+// is not per element of n), counting each node once; stops counting at `limit`.
+int elementwise_cost(const NodeData* n, const std::unordered_set<const NodeData*>& realized, int limit) {
+  std::unordered_set<const NodeData*> seen;
+  std::vector<const NodeData*> stack{n};
+  int cost = 0;
+  while (!stack.empty() && cost < limit) {
+    const NodeData* m = stack.back();
+    stack.pop_back();
+    if (!seen.insert(m).second || (m != n && realized.count(m)) || m->op == Op::REDUCE_AXIS) continue;
+    if (is_elementwise(m->op) && m->op != Op::CAST && m->op != Op::BITCAST) ++cost;
+    for (const Node& s : m->src) stack.push_back(s.get());
+  }
+  return cost;
+}
+
 }  // namespace
 
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
@@ -61,7 +83,9 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
           realize = expanded || (!first && it->second != root);
           break;
         }
-        default: break;
+        default:
+          realize = expanded && is_elementwise(n->op) && elementwise_cost(n, realized, kExpensiveOps) >= kExpensiveOps;
+          break;
       }
       if (realize) {
         realized.insert(n);

@@ -11,7 +11,7 @@ namespace hcq::fw {
 
 // A node is realized when it is a root, a CONTIGUOUS, a COPY or the source of one, an ASSIGN, or a REDUCE_AXIS
 // that would otherwise be recomputed: one that two kernels use, or one its consumer reads through an EXPAND (each
-// reduced value used for many output elements). `extra` forces more nodes: an assign's value that reads its own
+// reduced value used for many output elements); likewise an elementwise value of many ops read through an EXPAND. `extra` forces more nodes: an assign's value that reads its own
 // target at other positions, and a reduce whose users in one kernel read it at different indices (found while
 // lowering: lower.hpp). Roots that are parameters already (a buffer view) are not realized.
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,

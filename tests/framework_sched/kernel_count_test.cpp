@@ -134,6 +134,32 @@ namespace hcq {
 namespace {
 
 // A reduce two kernels need is computed once, into a buffer both read.
+// Our departure from tinygrad's counts: an elementwise value of many ops (16 or more per element) read through an
+// EXPAND is computed once into a buffer, not once per use (a convolution's input gradient of a batch norm's backward
+// was 25 times the work otherwise); a cheap one stays fused.
+TEST(FrameworkKernelCount, AnExpensiveValueReadThroughAnExpandIsRealized) {
+  const Tensor x = filled({4, 6}, 0), w = filled({1, 5, 6}, 3);
+  auto chain = [](Tensor y, int links) {
+    for (int k = 0; k < links; ++k) y = (y * 0.5f + 0.25f).sin();  // 3 ALU ops a link
+    return y;
+  };
+  auto use = [&](const Tensor& y) { return (y.reshape({4, 1, 6}).expand({4, 5, 6}) * w).sum(2); };
+  EXPECT_EQ(kernels_for(use(chain(x, 6))), 2u);  // 18 ops
+  EXPECT_EQ(kernels_for(use(chain(x, 2))), 1u);  // 6 ops
+  const std::vector<float> got = use(chain(x, 6)).data<float>();
+  const std::vector<float> xv = x.data<float>(), wv = w.data<float>();
+  for (size_t i = 0; i < 4; ++i)
+    for (size_t o = 0; o < 5; ++o) {
+      double want = 0;
+      for (size_t j = 0; j < 6; ++j) {
+        double y = xv[i * 6 + j];
+        for (int k = 0; k < 6; ++k) y = std::sin(y * 0.5 + 0.25);
+        want += y * wv[o * 6 + j];
+      }
+      EXPECT_NEAR(got[i * 5 + o], want, 1e-5) << i << "," << o;
+    }
+}
+
 TEST(FrameworkKernelCount, AReduceTwoKernelsUseIsRealizedOnce) {
   Tensor x = filled({4, 6}, 0);
   Tensor s = x.sum(1);
