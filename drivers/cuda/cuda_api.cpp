@@ -58,6 +58,7 @@ void resolve_all(Resolver& r, CudaApi& a) {
   r("cuStreamWaitValue32_v2", a.stream_wait_value32);
   r("cuStreamWaitValue64_v2", a.stream_wait_value64);
   r("cuLaunchKernel", a.launch_kernel);
+  r("cuLaunchHostFunc", a.launch_host_func);
   r("cuMemcpyAsync", a.memcpy_async);
   r("cuMemsetD8_v2", a.memset_d8);
   r("cuMemHostRegister_v2", a.mem_host_register);

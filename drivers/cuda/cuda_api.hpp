@@ -55,6 +55,8 @@ inline constexpr CUresult kSuccess = 0;                   // CUDA_SUCCESS
 inline constexpr CUresult kNotReady = 600;                // CUDA_ERROR_NOT_READY: cuStreamQuery of a busy stream
 inline constexpr CUresult kPrimaryContextActive = 708;    // CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE
 inline constexpr CUresult kHostMemoryRegistered = 712;    // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+inline constexpr CUresult kJitCompilerNotFound = 221;     // CUDA_ERROR_JIT_COMPILER_NOT_FOUND: no PTX JIT library
+inline constexpr CUresult kJitCompilationDisabled = 223;  // CUDA_ERROR_JIT_COMPILATION_DISABLED
 inline constexpr unsigned kCtxSchedSpin = 0x01;           // CU_CTX_SCHED_SPIN
 inline constexpr unsigned kStreamNonBlocking = 0x01;      // CU_STREAM_NON_BLOCKING
 inline constexpr unsigned kWaitValueGeq = 0x0;            // CU_STREAM_WAIT_VALUE_GEQ: (int64)(*addr - value) >= 0
@@ -130,6 +132,7 @@ struct CudaApi {
   CUresult (*stream_wait_value64)(CUstream, CUdeviceptr, uint64_t, unsigned) = nullptr;
   CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                             void**, void**) = nullptr;
+  CUresult (*launch_host_func)(CUstream, void (*)(void*), void*) = nullptr;
   CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t) = nullptr;
   CUresult (*mem_host_register)(void*, size_t, unsigned) = nullptr;

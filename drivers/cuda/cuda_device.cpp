@@ -115,8 +115,18 @@ CudaDevice::CudaDevice(std::string name, std::shared_ptr<const CudaApi> api, int
           "cuMemGetAllocationGranularity");
     facts_.granularity = std::max<uint64_t>(granularity, kHostPage);
 
-    check(cu.module_load_data(&timestamp_module_, kTimestampPtx), "cuModuleLoadData (the timestamp kernel's PTX)");
-    check(cu.module_get_function(&timestamp_fn_, timestamp_module_, "hcq_timestamp"), "cuModuleGetFunction");
+    // A driver without its PTX JIT (a container that left out libnvidia-ptxjitcompiler) cannot build the timestamp
+    // kernel: timestamps then come from a host function in stream order, on the host's monotonic clock.
+    if (CUresult rc = cu.module_load_data(&timestamp_module_, kTimestampPtx);
+        rc == kJitCompilerNotFound || rc == kJitCompilationDisabled) {
+      timestamp_module_ = nullptr;
+      timestamp_source_ = cat("host CLOCK_MONOTONIC (the timestamp kernel's PTX: ",
+                              cu_error_message(rc, "cuModuleLoadData", cu.error_text(rc)), ")");
+    } else {
+      check(rc, "cuModuleLoadData (the timestamp kernel's PTX)");
+      check(cu.module_get_function(&timestamp_fn_, timestamp_module_, "hcq_timestamp"), "cuModuleGetFunction");
+      timestamp_source_ = "%globaltimer";
+    }
     compute_ = std::make_unique<CudaStream>(*this, "compute");
     copy_ = std::make_unique<CudaStream>(*this, "copy");
     process().signals.add_mapper(this);
@@ -202,6 +212,7 @@ DeviceInfo CudaDevice::info() const {
   i.copy_queues = 1;
   i.driver_version = cat("CUDA driver ", version_text(api_->version), " (", api_->path, "); ", facts_.product, ", ",
                          facts_.sm_count, " SMs");
+  if (!timestamp_fn_) i.driver_version += cat("; timestamps: ", timestamp_source_);
   i.uuid = facts_.uuid;
   i.launch_limits = facts_.limits;
   i.wave_size = static_cast<uint32_t>(facts_.warp_size);

@@ -68,7 +68,7 @@ class CudaDevice final : public Device, private SignalPool::PageMapper {
   void map_memory(const Allocation& a) override;
   Compiler& compiler() override;
   std::unique_ptr<Program> load_program(const std::string& name, std::span<const uint8_t> binary) override;
-  // Timestamps are %globaltimer: nanoseconds.
+  // Timestamps are %globaltimer, or CLOCK_MONOTONIC without the timestamp kernel: nanoseconds either way.
   double ticks_to_us(uint64_t ticks) const override { return static_cast<double>(ticks) / 1000.0; }
   std::string describe_state() const override;
 
@@ -79,8 +79,11 @@ class CudaDevice final : public Device, private SignalPool::PageMapper {
   // Checks a call made for this device: a sticky error becomes the device's DeviceFault (recorded, rethrown);
   // anything else is thrown as its typed error.
   void check(CUresult rc, const char* call) const;
-  // The kernel that writes %globaltimer at a signal's +8 (one 64-bit parameter: the signal's address).
+  // The kernel that writes %globaltimer at a signal's +8 (one 64-bit parameter: the signal's address), or null when
+  // the driver cannot compile its PTX (no PTX JIT library, JIT disabled): timestamps then come from the host clock
+  // (timestamp_source() says which).
   CUfunction timestamp_kernel() const { return timestamp_fn_; }
+  const std::string& timestamp_source() const { return timestamp_source_; }
   // Whether [va, va+size) is memory the GPU may touch through this device (ours, registered, or mapped here).
   bool knows_range(uint64_t va, uint64_t size) const;
   // Programs register while loaded (cuda_program.cpp).
@@ -112,6 +115,7 @@ class CudaDevice final : public Device, private SignalPool::PageMapper {
   bool mapper_registered_ = false;
   CUmodule timestamp_module_ = nullptr;
   CUfunction timestamp_fn_ = nullptr;
+  std::string timestamp_source_;
   std::unique_ptr<CudaStream> compute_, copy_;
 
   mutable std::shared_mutex ranges_mu_;

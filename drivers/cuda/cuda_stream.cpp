@@ -1,5 +1,8 @@
 #include "cuda/cuda_stream.hpp"
 
+#include <time.h>
+
+#include <atomic>
 #include <bit>
 #include <optional>
 
@@ -9,6 +12,18 @@
 #include "hcq/error.hpp"
 
 namespace hcq::cuda {
+namespace {
+
+// The timestamp without the timestamp kernel: a host function in stream order (CUDA runs it once everything before
+// it finished, and starts nothing after it until it returned) stores CLOCK_MONOTONIC nanoseconds at the signal's +8.
+void write_host_clock(void* signal) {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  std::atomic_ref<uint64_t>(static_cast<uint64_t*>(signal)[1]).store(ns, std::memory_order_release);
+}
+
+}  // namespace
 
 CudaStream::CudaStream(CudaDevice& dev, std::string what) : dev_(dev), what_(std::move(what)) {
   dev_.bind_context();
@@ -106,8 +121,11 @@ void CudaStream::run(std::span<const uint32_t> words, uint64_t completion_addr, 
         // (CU_STREAM_WRITE_VALUE_DEFAULT), so a host that sees the value also sees the timestamp.
         uint64_t addr = a;
         void* params[] = {&addr};
-        dev_.check(cu.launch_kernel(dev_.timestamp_kernel(), 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr),
-                   "cuLaunchKernel (timestamp)");
+        if (CUfunction ts = dev_.timestamp_kernel())
+          dev_.check(cu.launch_kernel(ts, 1, 1, 1, 1, 1, 1, 0, stream_, params, nullptr), "cuLaunchKernel (timestamp)");
+        else
+          dev_.check(cu.launch_host_func(stream_, &write_host_clock, reinterpret_cast<void*>(a)),
+                     "cuLaunchHostFunc (timestamp)");
         if (static_cast<Opcode>(header_opcode(h)) == Opcode::signal)
           dev_.check(cu.stream_write_value64(stream_, a, join64(p[2], p[3]), kWriteValueDefault),
                      "cuStreamWriteValue64");
@@ -141,8 +159,11 @@ void CudaStream::run(std::span<const uint32_t> words, uint64_t completion_addr, 
     }
     i += len;
   }
-  dev_.check(cu.stream_write_value64(stream_, completion_addr, seq, kWriteValueDefault),
-             "cuStreamWriteValue64 (queue completion)");
+  // Only a queue that must know when a submission finished reading its memory (bound, or with side memory) has a
+  // completion signal; HWQueue passes 0 otherwise.
+  if (completion_addr != 0)
+    dev_.check(cu.stream_write_value64(stream_, completion_addr, seq, kWriteValueDefault),
+               "cuStreamWriteValue64 (queue completion)");
 }
 
 }  // namespace hcq::cuda

@@ -23,7 +23,8 @@ class CudaStream {
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
 
-  // Issues every command of `words`, then cuStreamWriteValue64(completion_addr, seq). Words that are not a valid
+  // Issues every command of `words`, then cuStreamWriteValue64(completion_addr, seq) when
+  // completion_addr is not 0. Words that are not a valid
   // command stream (raw() can hand in anything) are a DeviceFault, recorded on the device, before anything of them
   // is issued; a failing call throws its typed error (a sticky one also becomes the device's fault).
   void run(std::span<const uint32_t> words, uint64_t completion_addr, uint64_t seq);

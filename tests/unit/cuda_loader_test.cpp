@@ -76,17 +76,18 @@ TEST(CudaLoader, MissingEntryPointsAreListed) {
   // partial_driver has cuDriverGetVersion (12080), cuInit, cuGetErrorName and cuGetErrorString: the rest of what
   // the adapter resolves, in the loader's order, is missing.
   const std::string lib = fake("partial_driver");
-  EXPECT_EQ(refusal(LoadOptions{{lib}}),
-            "the CUDA driver library could not be used (" + lib +
-                ": CUDA driver 12.8 lacks cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetUuid_v2, "
-                "cuDeviceGetAttribute, cuDeviceTotalMem_v2, cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxRetain, "
-                "cuDevicePrimaryCtxRelease_v2, cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction, "
-                "cuModuleUnload, cuFuncGetAttribute, cuStreamCreate, cuStreamDestroy_v2, cuStreamQuery, "
-                "cuStreamSynchronize, cuStreamWriteValue32_v2, cuStreamWriteValue64_v2, cuStreamWaitValue32_v2, "
-                "cuStreamWaitValue64_v2, cuLaunchKernel, cuMemcpyAsync, cuMemsetD8_v2, cuMemHostRegister_v2, "
-                "cuMemHostUnregister, cuMemHostGetDevicePointer_v2, cuMemGetAllocationGranularity, "
-                "cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap, "
-                "cuMemSetAccess)");
+  EXPECT_EQ(
+      refusal(LoadOptions{{lib}}),
+      "the CUDA driver library could not be used (" + lib +
+          ": CUDA driver 12.8 lacks cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetUuid_v2, "
+          "cuDeviceGetAttribute, cuDeviceTotalMem_v2, cuDevicePrimaryCtxSetFlags_v2, cuDevicePrimaryCtxRetain, "
+          "cuDevicePrimaryCtxRelease_v2, cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction, "
+          "cuModuleUnload, cuFuncGetAttribute, cuStreamCreate, cuStreamDestroy_v2, cuStreamQuery, "
+          "cuStreamSynchronize, cuStreamWriteValue32_v2, cuStreamWriteValue64_v2, cuStreamWaitValue32_v2, "
+          "cuStreamWaitValue64_v2, cuLaunchKernel, cuLaunchHostFunc, cuMemcpyAsync, cuMemsetD8_v2, cuMemHostRegister_v2, "
+          "cuMemHostUnregister, cuMemHostGetDevicePointer_v2, cuMemGetAllocationGranularity, "
+          "cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap, "
+          "cuMemSetAccess)");
 }
 
 TEST(CudaLoader, EveryCandidateTriedIsReportedInOrder) {
