@@ -24,7 +24,8 @@ enum class Opcode : uint8_t {
   barrier = 5,    // nothing to issue: a stream runs its work in order and host writes to pinned memory are coherent
   write32 = 6,    // addr64, value32: cuStreamWriteValue32
   write64 = 7,    // addr64, value64: cuStreamWriteValue64
-  wait_bit = 8,   // addr64, bit32, set32: cuStreamWaitValue32(AND) for set, (NOR with ~bit) for clear; one bit
+  wait_bit =
+      8,  // addr64, bit32, set32: cuStreamWaitValue32(AND) for set, (NOR with ~bit) for clear; one bit (a wider poll_bit is one per bit)
 };
 
 struct CommandInfo {

@@ -67,6 +67,7 @@ CudaDevice::CudaDevice(std::string name, std::shared_ptr<const CudaApi> api, int
     facts_.sm_count = attr(DeviceAttr::multiprocessor_count);
     facts_.warp_size = attr(DeviceAttr::warp_size);
     facts_.max_shared_optin = attr(DeviceAttr::max_shared_memory_per_block_optin);
+    facts_.max_shared_per_block = attr(DeviceAttr::max_shared_memory_per_block);
     facts_.limits.max_threads_per_group = static_cast<uint32_t>(attr(DeviceAttr::max_threads_per_block));
     facts_.limits.max_local[0] = static_cast<uint32_t>(attr(DeviceAttr::max_block_dim_x));
     facts_.limits.max_local[1] = static_cast<uint32_t>(attr(DeviceAttr::max_block_dim_y));
@@ -217,8 +218,7 @@ DeviceInfo CudaDevice::info() const {
   i.launch_limits = facts_.limits;
   i.wave_size = static_cast<uint32_t>(facts_.warp_size);
   // What a kernel's static shared memory may take without an opt-in the cubin does not carry.
-  i.shared_memory_bytes =
-      static_cast<uint32_t>(attribute(*api_, facts_.ordinal, DeviceAttr::max_shared_memory_per_block, name()));
+  i.shared_memory_bytes = static_cast<uint32_t>(facts_.max_shared_per_block);
   i.compute_units = static_cast<uint32_t>(facts_.sm_count);
   // A CUDA stream takes copies beside kernels.
   i.copies_on_compute = true;

@@ -42,6 +42,7 @@ struct CudaFacts {
   int sm_count = 0;
   int warp_size = 32;
   int max_shared_optin = 0;
+  int max_shared_per_block = 0;  // without an opt-in: what static shared memory may take
   LaunchLimits limits;
   uint64_t memory_bytes = 0;
   bool wait_value_nor = false;  // CU_STREAM_WAIT_VALUE_NOR is supported (poll_bit for a clear bit)

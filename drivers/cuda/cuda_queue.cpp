@@ -75,19 +75,20 @@ void CudaQueue::encode_write(Sym addr, Sym value, Width width) {
 }
 
 void CudaQueue::encode_poll_bit(Sym addr, uint32_t mask, bool set) {
-  // CUDA's 32-bit waits test "any bit of the mask set" (AND) or "any bit of the mask clear" (NOR): exactly "every
-  // bit" only for a one-bit mask. Several bits would need one wait per bit, which is not the same test (a bit may
-  // change back while the next is awaited), so they are refused.
-  if (std::popcount(mask) != 1)
-    throw InvalidArgument(cat(device().name(), ": poll_bit with mask ", hex(mask),
-                              ": CUDA's stream waits test one bit at a time; give a one-bit mask"));
+  // CUDA's 32-bit waits test "any bit of the mask set" (AND) or "any bit of the mask clear" (NOR): "every bit" only
+  // for one bit. A wider mask is one wait per bit, lowest first: the same as waiting for all at once when a bit,
+  // once in the awaited state, stays there (how flags are used); a bit that flips back while a later one is awaited
+  // is not looked at again. docs/cuda.md says so.
+  if (mask == 0) throw InvalidArgument(cat(device().name(), ": poll_bit with an empty mask"));
   if (!set && !cuda_.facts().wait_value_nor)
-    throw UnsupportedDriver(cat(device().name(), ": poll_bit for a clear bit needs CU_STREAM_WAIT_VALUE_NOR, which ",
+    throw UnsupportedDriver(cat(device().name(), ": poll_bit for clear bits needs CU_STREAM_WAIT_VALUE_NOR, which ",
                                 cuda_.facts().product, " does not support"));
-  emit(make_header(Opcode::wait_bit, 5));
-  emit_sym64(addr);
-  emit(mask);
-  emit(set ? 1u : 0u);
+  for (uint32_t rest = mask; rest != 0; rest &= rest - 1) {
+    emit(make_header(Opcode::wait_bit, 5));
+    emit_sym64(addr);
+    emit(rest & (~rest + 1));  // the lowest bit left
+    emit(set ? 1u : 0u);
+  }
 }
 
 std::byte* CudaQueue::bind_words(std::span<const uint32_t> words) {

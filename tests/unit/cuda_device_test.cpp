@@ -208,25 +208,31 @@ TEST_F(CudaDeviceOnHostGpu, GraphReplayPatchesNewAddressesEachTime) {
   for (const Allocation& x : {a, b, out, vram}) dev_->free_memory(x);
 }
 
-TEST_F(CudaDeviceOnHostGpu, PollBitWaitsForOneBit) {
+TEST_F(CudaDeviceOnHostGpu, PollBitWaitsForEveryBitOfTheMask) {
   const Allocation flags = host(4096), out = host(4096);
   auto* f = static_cast<volatile uint32_t*>(flags.host_ptr());
   auto* o = static_cast<volatile uint32_t*>(out.host_ptr());
   f[0] = 0x1;
   o[0] = 0;
   auto q = dev_->compute_queue();
-  EXPECT_THROW(q->poll_bit(flags.va, 0x6, true), InvalidArgument);  // two bits: CUDA cannot wait for both at once
+  EXPECT_THROW(q->poll_bit(flags.va, 0, true), InvalidArgument);
   dev_->submit(*q, [&](HWQueue& q) {
-    q.poll_bit(flags.va, 0x4, true);   // until bit 2 is set
-    q.poll_bit(flags.va, 0x1, false);  // and bit 0 clear
+    q.poll_bit(flags.va, 0x14, true);  // until bits 2 and 4 are set
+    q.poll_bit(flags.va, 0x3, false);  // and bits 0 and 1 clear
     q.write(out.va, 1, Width::b32);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(o[0], 0u);
-  f[0] = 0x5;  // bit 2 set, bit 0 still set
+  f[0] = 0x5;  // bit 2 set, bit 4 not yet
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(o[0], 0u);
-  f[0] = 0x4;
+  f[0] = 0x17;  // bits 2 and 4 set, bits 0 and 1 set
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(o[0], 0u);
+  f[0] = 0x16;  // bit 0 clear, bit 1 still set
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(o[0], 0u);
+  f[0] = 0x14;
   dev_->synchronize();
   EXPECT_EQ(o[0], 1u);
   q.reset();

@@ -128,6 +128,10 @@ CudaComparison compare_cuda_launch(Device& dev, std::span<const uint8_t> cubin, 
   const std::string& interface = info.interface;
   if (interface == "sim-rm")
     return unavailable(cat(dev.name(), " is a simulated GPU: CUDA launches only on a real NVIDIA GPU (NV:n)"));
+  if (interface == "cuda")
+    return unavailable(cat(dev.name(),
+                           " is the CUDA adapter: its launches are CUDA's own (NV:n on the same GPU is "
+                           "what is compared with CUDA)"));
   if (interface != "rm")
     return unavailable(
         cat(dev.name(), " is not an NVIDIA GPU (interface ", interface, "): CUDA has no kernel to compare"));
