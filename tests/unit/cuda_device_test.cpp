@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -31,6 +32,11 @@ std::string host_gpu_library() {
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
   return dir.substr(0, dir.rfind('/')) + "/fake_libcuda/libfake_cuda_host_gpu.so";
+}
+
+// The fake's stream threads write these words atomically; the test reads them the same way.
+uint32_t load32(const Allocation& a, size_t index = 0) {
+  return std::atomic_ref<uint32_t>(static_cast<uint32_t*>(a.host_ptr())[index]).load(std::memory_order_acquire);
 }
 
 uint64_t monotonic_ns() {
@@ -120,8 +126,6 @@ TEST_F(CudaDeviceOnHostGpu, CopiesGoThroughDeviceMemoryAndBack) {
 
 TEST_F(CudaDeviceOnHostGpu, AQueueWaitsForASignalTheHostSets) {
   const Allocation out = host(4096);
-  auto* word = static_cast<volatile uint32_t*>(out.host_ptr());
-  *word = 0;
   OwnedSignal gate(0, "gate");
   auto q = dev_->compute_queue();
   const Completion c = dev_->submit(*q, [&](HWQueue& q) {
@@ -129,15 +133,15 @@ TEST_F(CudaDeviceOnHostGpu, AQueueWaitsForASignalTheHostSets) {
     q.write(out.va, 0xabcu, Width::b32);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(*word, 0u);  // the stream is held at the wait
+  EXPECT_EQ(load32(out), 0u);  // the stream is held at the wait
   EXPECT_FALSE(c.done());
   gate->set_value(4);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(*word, 0u);  // 4 < 5
+  EXPECT_EQ(load32(out), 0u);  // 4 < 5
   const uint64_t t0 = monotonic_ns();
   gate->set_value(5);
   dev_->synchronize();
-  EXPECT_EQ(*word, 0xabcu);
+  EXPECT_EQ(load32(out), 0xabcu);
   // The timeline's signal was written after the wait passed, with the host clock (no timestamp kernel here).
   EXPECT_GE(dev_->timeline_signal().timestamp(), t0);
   EXPECT_LE(dev_->timeline_signal().timestamp(), monotonic_ns());
@@ -148,7 +152,6 @@ TEST_F(CudaDeviceOnHostGpu, AQueueWaitsForASignalTheHostSets) {
 TEST_F(CudaDeviceOnHostGpu, SignalsWriteTheirValueAndTimestamp) {
   OwnedSignal s(0, "s");
   const Allocation out = host(4096);
-  auto* words = static_cast<volatile uint64_t*>(out.host_ptr());
   const uint64_t t0 = monotonic_ns();
   auto q = dev_->compute_queue();
   dev_->submit(*q, [&](HWQueue& q) {
@@ -161,14 +164,13 @@ TEST_F(CudaDeviceOnHostGpu, SignalsWriteTheirValueAndTimestamp) {
   EXPECT_EQ(s->value(), 42u);
   EXPECT_GE(s->timestamp(), t0);
   EXPECT_LE(s->timestamp(), t1);
-  EXPECT_EQ(words[0], 0x1122334455667788u);
+  EXPECT_EQ(std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(out.host_ptr())).load(), 0x1122334455667788u);
   q.reset();
   dev_->free_memory(out);
 }
 
 TEST_F(CudaDeviceOnHostGpu, ABoundQueueIsPatchedAndResubmitted) {
   const Allocation out = host(4096);
-  auto* word = static_cast<volatile uint32_t*>(out.host_ptr());
   auto q = dev_->compute_queue();
   const Var addr{0}, value{1};
   q->write(Sym(addr), Sym(value), Width::b32).bind();
@@ -178,7 +180,7 @@ TEST_F(CudaDeviceOnHostGpu, ABoundQueueIsPatchedAndResubmitted) {
     auto fence = dev_->compute_queue();
     dev_->submit(*fence, [](HWQueue&) {});
     dev_->synchronize();
-    EXPECT_EQ(word[2], v);
+    EXPECT_EQ(load32(out, 2), v);
   }
   q.reset();
   dev_->free_memory(out);
@@ -210,10 +212,8 @@ TEST_F(CudaDeviceOnHostGpu, GraphReplayPatchesNewAddressesEachTime) {
 
 TEST_F(CudaDeviceOnHostGpu, PollBitWaitsForEveryBitOfTheMask) {
   const Allocation flags = host(4096), out = host(4096);
-  auto* f = static_cast<volatile uint32_t*>(flags.host_ptr());
-  auto* o = static_cast<volatile uint32_t*>(out.host_ptr());
-  f[0] = 0x1;
-  o[0] = 0;
+  std::atomic_ref<uint32_t> f(*static_cast<uint32_t*>(flags.host_ptr()));
+  f.store(0x1);
   auto q = dev_->compute_queue();
   EXPECT_THROW(q->poll_bit(flags.va, 0, true), InvalidArgument);
   dev_->submit(*q, [&](HWQueue& q) {
@@ -222,19 +222,19 @@ TEST_F(CudaDeviceOnHostGpu, PollBitWaitsForEveryBitOfTheMask) {
     q.write(out.va, 1, Width::b32);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(o[0], 0u);
-  f[0] = 0x5;  // bit 2 set, bit 4 not yet
+  EXPECT_EQ(load32(out), 0u);
+  f.store(0x5);  // bit 2 set, bit 4 not yet
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(o[0], 0u);
-  f[0] = 0x17;  // bits 2 and 4 set, bits 0 and 1 set
+  EXPECT_EQ(load32(out), 0u);
+  f.store(0x17);  // bits 2 and 4 set, bits 0 and 1 set
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(o[0], 0u);
-  f[0] = 0x16;  // bit 0 clear, bit 1 still set
+  EXPECT_EQ(load32(out), 0u);
+  f.store(0x16);  // bit 0 clear, bit 1 still set
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(o[0], 0u);
-  f[0] = 0x14;
+  EXPECT_EQ(load32(out), 0u);
+  f.store(0x14);
   dev_->synchronize();
-  EXPECT_EQ(o[0], 1u);
+  EXPECT_EQ(load32(out), 1u);
   q.reset();
   dev_->free_memory(flags);
   dev_->free_memory(out);
