@@ -11,7 +11,13 @@
  * registered host memory nor mapped device memory with access set); registering host memory twice
  * (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) and unregistering what was not registered
  * (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED). cuMemAddressReserve takes its address as a hint, as the real one does:
- * the range lands there only when that range of the address space is free. */
+ * the range lands there only when that range of the address space is free.
+ *
+ * A stream memory operation that reaches memory no longer mapped when it runs is the GPU's MMU fault:
+ * CUDA_ERROR_ILLEGAL_ADDRESS, sticky — the context's streams stop and every later call in it returns that error. The
+ * context (and with it every registration and mapping) goes when its last reference is released; the next
+ * cuDevicePrimaryCtxRetain starts a clean one. (The real driver documents that the process must end before CUDA
+ * works again; a fresh context per test is this fake's simplification.) */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -39,6 +45,7 @@ enum {
   kNotReady = 600,
   kHostMemoryAlreadyRegistered = 712,
   kHostMemoryNotRegistered = 713,
+  kIllegalAddress = 700,
 };
 
 static const struct {
@@ -56,6 +63,7 @@ static const struct {
     {kJitCompilerNotFound, "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", "PTX JIT compiler library not found"},
     {kInvalidHandle, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {kNotReady, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {kHostMemoryAlreadyRegistered, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
      "part or all of the requested memory range is already mapped"},
     {kHostMemoryNotRegistered, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
@@ -95,10 +103,13 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* guards the tables belo
   do {                                                      \
     if (!atomic_load(&initialized)) return kNotInitialized; \
   } while (0)
+static atomic_int sticky; /* the context's sticky error, 0 while there is none */
 #define NEED_CTX()                                                  \
   do {                                                              \
     NEED_INIT();                                                    \
     if (current_ctx != &primary_ctx_object) return kInvalidContext; \
+    const int sticky_error = atomic_load(&sticky);                  \
+    if (sticky_error) return sticky_error;                          \
   } while (0)
 
 EXPORT CUresult cuInit(unsigned flags) {
@@ -175,6 +186,7 @@ EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(int d, unsigned flags) {
 }
 
 static int primary_refs;
+static void destroy_context(void); /* mu held */
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(void** ctx, int d) {
   NEED_INIT();
@@ -192,7 +204,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d) {
   if (d != 0) return kInvalidDevice;
   pthread_mutex_lock(&mu);
   const int ok = primary_refs > 0;
-  if (ok) --primary_refs;
+  if (ok && --primary_refs == 0) destroy_context();
   pthread_mutex_unlock(&mu);
   return ok ? kSuccess : kInvalidContext;
 }
@@ -215,6 +227,16 @@ struct Range {
   struct Range* next;
 };
 static struct Range* ranges; /* guarded by mu */
+
+/* The context is destroyed: its registrations and mappings go with it, and its sticky error. */
+static void destroy_context(void) {
+  while (ranges) {
+    struct Range* r = ranges;
+    ranges = r->next;
+    free(r);
+  }
+  atomic_store(&sticky, 0);
+}
 
 static struct Range* find(enum Kind kind, uintptr_t p, size_t n) {
   for (struct Range* r = ranges; r; r = r->next)
@@ -456,11 +478,21 @@ static int wait_done(const struct Op* op) {
   return 1;
 }
 
+static int reachable(uintptr_t p, size_t n);
+
 static void run(struct Op* op) {
+  if (atomic_load(&sticky)) return; /* a faulted context runs nothing more */
+  if (op->kind != kCopy && op->kind != kHostFn) {
+    const size_t n = (op->kind == kWait64 || op->kind == kWrite64) ? 8 : 4;
+    if (!reachable(op->addr, n)) {
+      atomic_store(&sticky, kIllegalAddress); /* the MMU fault */
+      return;
+    }
+  }
   switch (op->kind) {
     case kWait32:
     case kWait64:
-      while (!wait_done(op)) sched_yield();
+      while (!wait_done(op) && !atomic_load(&sticky)) sched_yield();
       break;
     case kWrite32:
       atomic_thread_fence(memory_order_seq_cst);

@@ -266,6 +266,44 @@ TEST_F(CudaDeviceOnHostGpu, RawWordsThatAreNotCommandsAreAStickyFault) {
   EXPECT_THROW(dev_->synchronize(), DeviceFault);
 }
 
+// The fake models a GPU MMU fault: a stream write to memory unmapped before it ran is CUDA_ERROR_ILLEGAL_ADDRESS,
+// sticky. The adapter must see it while waiting (cuStreamQuery) and keep it as the device's DeviceFault.
+TEST_F(CudaDeviceOnHostGpu, AnIllegalAddressIsTheDevicesStickyFault) {
+  const Allocation out = host(4096);
+  OwnedSignal gate(0, "gate");
+  auto q = dev_->compute_queue();
+  dev_->submit(*q, [&](HWQueue& q) {
+    q.wait(gate, 1);
+    q.write(out.va, 1, Width::b32);
+  });
+  dev_->free_memory(out);  // gone while the stream still waits: the write will fault
+  gate->set_value(1);
+  const std::string expected =
+      "CUDA:0: cuStreamQuery (the compute stream) failed: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access "
+      "was encountered";
+  try {
+    dev_->synchronize();
+    FAIL() << "the fault was not seen";
+  } catch (const DeviceFault& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith(expected));
+  }
+  EXPECT_TRUE(dev_->has_error());
+  try {
+    dev_->synchronize();  // sticky: the same fault again
+    FAIL();
+  } catch (const DeviceFault& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith(expected));
+  }
+  // A later call returns the sticky code, and the device reports the first fault for it.
+  auto q2 = dev_->compute_queue();
+  try {
+    dev_->submit(*q2, [&](HWQueue& q) { q.signal(gate, 2); });
+    FAIL();
+  } catch (const DeviceFault& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith(expected));
+  }
+}
+
 TEST_F(CudaDeviceOnHostGpu, ProgramsNeedACubinAndADriverThatLoadsIt) {
   const std::vector<uint8_t> not_a_cubin(64, 0);
   EXPECT_THROW(dev_->load_program("k", not_a_cubin), CompileError);
