@@ -17,10 +17,12 @@
 #include "cuda/cuda_api.hpp"
 #include "cuda/cuda_device.hpp"
 #include "hcq/backend/process.hpp"
+#include "hcq/compiler.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/graph.hpp"
 #include "hcq/hw_queue.hpp"
+#include "nv_cubin/nv_kernels.hpp"
 
 namespace hcq::cuda {
 namespace {
@@ -307,6 +309,34 @@ TEST_F(CudaDeviceOnHostGpu, AnIllegalAddressIsTheDevicesStickyFault) {
 TEST_F(CudaDeviceOnHostGpu, ProgramsNeedACubinAndADriverThatLoadsIt) {
   const std::vector<uint8_t> not_a_cubin(64, 0);
   EXPECT_THROW(dev_->load_program("k", not_a_cubin), CompileError);
+}
+
+// Programs are the NV compiler's cubins for the device's sm_XY; what hcq checks before CUDA sees them, and the
+// driver's refusal as a CompileError (the fake has no kernel images it can run).
+TEST_F(CudaDeviceOnHostGpu, ProgramsAreTheNvCompilersCubins) {
+  EXPECT_EQ(dev_->compiler().target(), "sm_90");
+  REQUIRE_NVRTC();
+  const std::vector<uint8_t>& sm90 = nv::test::cubin_for("sm_90", nv::test::kAxpbSource);
+  try {
+    dev_->load_program("nope", sm90);
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "CUDA:0: kernel 'nope' is not in the cubin (it defines: axpb)");
+  }
+  try {
+    dev_->load_program("axpb", nv::test::cubin_for("sm_80", nv::test::kAxpbSource));
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "CUDA:0: kernel 'axpb': the cubin is for sm_80, this GPU is sm_90");
+  }
+  try {
+    dev_->load_program("axpb", sm90);
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_STREQ(e.what(),
+                 "CUDA:0: cuModuleLoadData (kernel 'axpb') failed: CUDA_ERROR_NO_BINARY_FOR_GPU (209): no kernel "
+                 "image is available for execution on the device");
+  }
 }
 
 }  // namespace
