@@ -33,6 +33,11 @@ struct Gpu {
   void (*describe_support)(Os& os, GpuFacts& facts, BackendSupport& support);
 };
 
+// An adapter over a vendor's user-space driver library (CUDA over libcuda): `<prefix>:<n>` is the library's device n.
+struct Adapter {
+  std::unique_ptr<Device> (*open)(const std::string& canonical, unsigned index);
+};
+
 // A simulated GPU: `<prefix>:<target>` opens a machine of `gpus` GPUs and returns GPU 0; `<prefix>:<target>:<n>`
 // is GPU n of that machine, opened beside `first`.
 struct Simulator {
@@ -48,6 +53,7 @@ extern "C" {
 extern const hcq::backend_entry::Cpu hcq_backend_cpu;            // drivers/cpu/cpu_entry.cpp
 extern const hcq::backend_entry::Gpu hcq_backend_amd;            // drivers/amd/kfd/amd_entry.cpp
 extern const hcq::backend_entry::Gpu hcq_backend_nv;             // drivers/nv/rm/nv_entry.cpp
+extern const hcq::backend_entry::Adapter hcq_backend_cuda;       // drivers/cuda/cuda_entry.cpp
 extern const hcq::backend_entry::Simulator hcq_backend_sim_amd;  // drivers/sim/kfd/sim_amd_entry.cpp
 extern const hcq::backend_entry::Simulator hcq_backend_sim_nv;   // drivers/sim/nv/sim_nv_entry.cpp
 }

@@ -25,6 +25,7 @@
 #pragma weak hcq_backend_cpu
 #pragma weak hcq_backend_amd
 #pragma weak hcq_backend_nv
+#pragma weak hcq_backend_cuda
 #pragma weak hcq_backend_sim_amd
 #pragma weak hcq_backend_sim_nv
 
@@ -139,7 +140,9 @@ std::unique_ptr<Device> open_new(const ParsedName& p) {
     case Kind::nv:
       return linked(&hcq_backend_nv, p.canonical, "NV")
           .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(3))));
-    case Kind::cuda: throw UnsupportedDriver(cat(p.canonical, ": the CUDA backend is not built yet"));
+    case Kind::cuda:
+      return linked(&hcq_backend_cuda, p.canonical, "CUDA")
+          .open(p.canonical, static_cast<unsigned>(std::stoul(p.canonical.substr(5))));
     case Kind::sim_amd:  // GPU 0 of a simulated machine of kSimAmdGpus (peers: see Registry::open)
       return linked(&hcq_backend_sim_amd, p.canonical, "SIM-AMD")
           .open(p.canonical, p.canonical.substr(p.canonical.find(':') + 1), kSimAmdGpus);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# hw-tests on a real NVIDIA GPU: probe, build, conformance suite on every NV:n, `hcq info`, `hcq bench` (with CUDA's
-# launch latency beside hcq's when libcuda.so.1 is there), summary.md. See docs/hw-tests.md.
+# hw-tests on a real NVIDIA GPU: probe, build, conformance suite on every NV:n (and, when libcuda.so.1 is there, on
+# every CUDA:n, the CUDA adapter on the same GPUs, in the same run), `hcq info`, `hcq bench` (with CUDA's launch latency
+# beside hcq's when libcuda.so.1 is there), summary.md. See docs/hw-tests.md and docs/cuda.md.
 #   hw-tests/nv/run.sh [--build-dir DIR | --bundle DIR] [--out DIR]   (--bundle: from hw-tests/bundle.sh, no build)
 VENDOR=nv
 # shellcheck source=../lib/common.sh
@@ -36,8 +37,10 @@ else
 fi
 [[ -e /dev/nvidia-uvm ]] && hw_note "uvm: /dev/nvidia-uvm present" ||
   hw_note "uvm: /dev/nvidia-uvm absent (nvidia-uvm not loaded: NV:n will not open)"
-ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && hw_note "libcuda: present (bench compares with CUDA)" ||
-  hw_note "libcuda: absent (bench reports no CUDA comparison)"
+HAVE_LIBCUDA=0
+ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && HAVE_LIBCUDA=1
+[[ $HAVE_LIBCUDA == 1 ]] && hw_note "libcuda: present (CUDA:n run beside NV:n; bench compares with CUDA)" ||
+  hw_note "libcuda: absent (no CUDA:n devices; bench reports no CUDA comparison)"
 
 # NV:n for each /dev/nvidia<minor> (hcq numbers GPUs by minor number).
 DEVICES=""
@@ -48,6 +51,12 @@ for node in /dev/nvidia[0-9]*; do
   n=$((n + 1))
 done
 [[ -n $DEVICES ]] || hw_skip "/dev/nvidiactl exists but there is no /dev/nvidia<N>: no GPU is exposed"
+# The CUDA adapter on the same GPUs: CUDA:n beside NV:n. CUDA numbers devices fastest first unless told PCI order;
+# with PCI order its n is the GPU of the n-th minor number on an ordinary machine (the UUIDs in `hcq info` tell).
+if [[ $HAVE_LIBCUDA == 1 ]]; then
+  export CUDA_DEVICE_ORDER=PCI_BUS_ID
+  for ((i = 0; i < n; i++)); do DEVICES+=" CUDA:$i"; done
+fi
 hw_note "devices: $DEVICES"
 
 hw_main_after_probe

@@ -145,6 +145,8 @@ const DeviceKind& device_kind(const std::string& interface) {
       // (include/hcq/kernel_abi.h has an NVRTC section). Host semaphore acquires compare 64 bits.
       {"rm", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
       {"sim-rm", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
+      // The CUDA adapter (drivers/cuda): the same NvCompiler cubins; cuStreamWaitValue64 compares 64 bits.
+      {"cuda", DeviceKind{cpu_kernels(), /*wide_signal_compares=*/true}},
   };
   auto it = kinds.find(interface);
   if (it == kinds.end())

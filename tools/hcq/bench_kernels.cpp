@@ -8,8 +8,9 @@
 namespace hcq::tool {
 
 std::optional<BenchKernels> bench_kernels_for(std::string_view interface) {
+  // "cuda": the CUDA adapter compiles with the same NVRTC compiler as NV.
   if (interface == "cpu" || interface == "kfd" || interface == "sim-kfd" || interface == "rm" ||
-      interface == "sim-rm") {
+      interface == "sim-rm" || interface == "cuda") {
     // C with the HCQ kernel ABI (include/hcq/kernel_abi.h, which every device's compiler prepends):
     // HCQ_KERNEL(name, buffers, values).
     return BenchKernels{
