@@ -29,10 +29,10 @@ TargetFacts target_facts(const DeviceInfo& info, unsigned workers, bool optimize
     return f;
   }
   if (info.interface == "kfd" || info.interface == "sim-kfd") f.target = Target::amdgpu;
-  else if (info.interface == "rm" || info.interface == "sim-rm") f.target = Target::cuda;
+  else if (info.interface == "rm" || info.interface == "sim-rm" || info.interface == "cuda") f.target = Target::cuda;
   else
     throw InvalidArgument(cat("framework: no kernel code generator for ", info.name, " (", info.interface,
-                              ") yet: the framework runs on the CPU, AMD and NV devices; move tensors to one of "
+                              ") yet: the framework runs on the CPU, AMD, NV and CUDA devices; move tensors to one of "
                               "them with to()"));
   // Every choice below follows from the device's report; docs/framework.md "The GPU path" gives the figures for
   // each simulated GPU.
