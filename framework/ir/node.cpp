@@ -89,6 +89,7 @@ bool NodeData::is_const(double v) const { return op == Op::CONST && const_value(
 double NodeData::const_value() const { return is_float(dtype) ? f : static_cast<double>(i.empty() ? 0 : i[0]); }
 
 NodeData::~NodeData() {
+  if (op == Op::BUFFER) return;  // never in the table (make_node)
   InternTable& t = table();
   std::lock_guard lock(t.mu);
   auto [lo, hi] = t.nodes.equal_range(hash);
@@ -103,6 +104,20 @@ NodeData::~NodeData() {
 Node make_node(Op op, DType dtype, std::vector<Node> src, std::vector<int64_t> i, double f, std::string s,
                std::shared_ptr<Buffer> payload) {
   const size_t h = structural_hash(op, dtype, src, i, f, s);
+  if (op == Op::BUFFER) {
+    // A BUFFER's id is new whenever one is made (engine/realize.cpp: new_buffer_node, alias_buffer_node), so no live
+    // node can equal it: it skips the table, whose lock and bookkeeping were most of the cost of a TinyJit replay's
+    // fresh outputs on the simulated GPUs.
+    auto n = std::make_shared<NodeData>();
+    n->op = op;
+    n->dtype = dtype;
+    n->i = std::move(i);
+    n->s = std::move(s);
+    n->hash = h;
+    n->payload = std::move(payload);
+    n->shape = shape_of(*n);
+    return n;
+  }
   InternTable& t = table();
   {
     std::lock_guard lock(t.mu);

@@ -73,7 +73,8 @@ struct NodeData {
 };
 
 // The one constructor: returns the live node equal to (op, dtype, src, i, f, s), or makes it. A BUFFER's payload
-// is not part of its identity (its id is).
+// is not part of its identity (its id is); its id must be new (new_buffer_node's counter), so a BUFFER is always
+// made, without looking for an equal one.
 Node make_node(Op op, DType dtype, std::vector<Node> src = {}, std::vector<int64_t> i = {}, double f = 0,
                std::string s = {}, std::shared_ptr<Buffer> payload = nullptr);
 

@@ -58,8 +58,8 @@ TEST(FrameworkErrors, DeviceWithoutCodeGeneratorIsRefusedByName) {
   info.name = "METAL:0";
   info.interface = "metal";
   EXPECT_EQ(message_of<InvalidArgument>([&] { (void)fw::target_facts(info, 1, true); }),
-            "framework: no kernel code generator for METAL:0 (metal) yet: the framework runs on the CPU, AMD and NV "
-            "devices; move tensors to one of them with to()");
+            "framework: no kernel code generator for METAL:0 (metal) yet: the framework runs on the CPU, AMD, NV and "
+            "CUDA devices; move tensors to one of them with to()");
 }
 
 TEST(FrameworkErrors, OutOfMemoryNamesDeviceSizeAndBytesInUse) {
