@@ -989,6 +989,7 @@ class CRenderer {
     const DType t = n->dtype;
     const DType in = n->src.empty() ? t : n->src[0]->dtype;
     const bool f = is_float(t);
+    const bool cpu = facts_.target == Target::cpu;
     switch (n->op) {
       case Op::RANGE: return names_.at(n);
       case Op::PARAM: return tag("b", n->i[0]);
@@ -1012,9 +1013,12 @@ class CRenderer {
       case Op::LOG2: return round_half(t, "log2f(" + a[0] + ")");
       case Op::SIN: return round_half(t, "sinf(" + a[0] + ")");
       case Op::COS: return round_half(t, "cosf(" + a[0] + ")");
-      case Op::SQRT: return round_half(t, "sqrtf(" + a[0] + ")");
+      // The CPU device's kernels are freestanding (no builtins): a plain sqrtf or truncf is a call into the host's
+      // libm, which keeps every loop around it scalar. The builtins are one instruction each (with
+      // -fno-math-errno, drivers/cpu/cpu_compiler.cpp), so Adam's update vectorises.
+      case Op::SQRT: return round_half(t, std::string(cpu ? "__builtin_sqrtf(" : "sqrtf(") + a[0] + ")");
       case Op::RECIPROCAL: return round_half(t, "1.0f / " + a[0]);
-      case Op::TRUNC: return f ? round_half(t, "truncf(" + a[0] + ")") : a[0];
+      case Op::TRUNC: return f ? round_half(t, std::string(cpu ? "__builtin_truncf(" : "truncf(") + a[0] + ")") : a[0];
       case Op::ADD: return f ? round_half(t, a[0] + " + " + a[1]) : wrap_int(t, a[0], '+', a[1]);
       case Op::SUB: return f ? round_half(t, a[0] + " - " + a[1]) : wrap_int(t, a[0], '-', a[1]);
       case Op::MUL: return f ? round_half(t, a[0] + " * " + a[1]) : wrap_int(t, a[0], '*', a[1]);
