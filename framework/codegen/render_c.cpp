@@ -420,7 +420,16 @@ class CRenderer {
       if (std::find(d.begin(), d.end(), r) == d.end()) reused = true;
       else if (coefficient(n->src[1].get(), r) == 1) contiguous = true;
     }
-    if (!reused || !contiguous) return;
+    // A sum down the columns (a bias's gradient: every load reads the lane range contiguously, none is reused) gets
+    // lanes too: U column sums advance together, one vector load per step of the reduce, instead of U strided scalar
+    // reduces.
+    bool all_contiguous = contiguous;
+    for (const NodeData* n : toposort({reduce->src[0]})) {
+      if (n->op != Op::LOAD) continue;
+      const std::vector<const NodeData*>& d = deps(n);
+      if (std::find(d.begin(), d.end(), r) != d.end() && coefficient(n->src[1].get(), r) != 1) all_contiguous = false;
+    }
+    if (!(reused && contiguous) && !all_contiguous) return;
     lane_ = r;
     upcast_ = u;
     deps_.clear();
