@@ -550,7 +550,8 @@ class CRenderer {
   // per k step R vector loads of A, C of B and R*C vector multiply-adds into R*C accumulators, each summed across
   // its V lanes at the end. No packing: a worker's C rows of B (C*K floats) stay in L1 while its rows of A stream.
   // Both operands must be plain float32 loads (no mask), one reduce range whose extent V divides.
-  bool choose_dot_tile(const NodeData* body, const NodeData* reduce, const std::vector<const NodeData*>& ks, Tile& out) {
+  bool choose_dot_tile(const NodeData* body, const NodeData* reduce, const std::vector<const NodeData*>& ks,
+                       Tile& out) {
     const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
     if (!avx512 && !(facts_.cpu_isa.features.has(CpuFeature::avx2) && facts_.cpu_isa.features.has(CpuFeature::fma)))
       return false;
@@ -803,8 +804,9 @@ class CRenderer {
                           tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) " + acc + "[tu][tc] = 0.0f;");
     rows->lines.push_back(tag("  for (int64_t tk = 0; tk < ", K) + tag("; tk += ", V) + ") {");
     rows->lines.push_back(tag("    hcq_vf av[", R) + "];");
-    rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) av[tu] = *(const hcq_vfu*)&" +
-                          bA + "[" + value_c(t.a->src[1].get(), at(t.i, row)) + "];");
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) +
+                          "; ++tu) av[tu] = *(const hcq_vfu*)&" + bA + "[" + value_c(t.a->src[1].get(), at(t.i, row)) +
+                          "];");
     rows->lines.push_back("    " + unroll + tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) {");
     rows->lines.push_back("      const hcq_vf bv = *(const hcq_vfu*)&" + bB + "[" +
                           value_c(t.b->src[1].get(), at(t.j, column)) + "];");

@@ -1,7 +1,8 @@
 // Register tiles for matmul-shaped reduces on the CPU device (render_c.cpp, choose_tile): which kernels get them and
 // in what shape (rendered directly, asserted exactly), and that the tiled kernels compute what a double loop does,
 // for the shapes that take each path: exact tiles, several workers, a strided right operand gathered into the
-// packed panel, a batch axis outside the tile, an epilogue, one-element reduces.
+// packed panel, a batch axis outside the tile, an epilogue, one-element reduces; dot tiles (both operands contiguous
+// in k) and column sums on lanes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,6 +82,26 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   EXPECT_EQ(noopt.opts, "");
 }
 
+// Both operands read k contiguously (x . W^T, nn.Linear's forward) and V divides K: a dot tile, R rows by C columns
+// of dot products advancing V floats of k at a time, no packed panel; the shape is the best-ranked R x C that divides
+// the output and fits the registers (R*C accumulators, R vectors of A, one of B).
+TEST(FrameworkRegisterTile, DotTilesWhenBothOperandsReadKContiguously) {
+  const RenderedKernel mm = render_c(matmul_kernel(128, 784, 128, true), cpu_facts(2));
+  EXPECT_EQ(mm.name, "r_128_128_784_up4x4");
+  EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,4) UPCAST(1,4) DOT(16)");
+  EXPECT_EQ(mm.source.find("pk"), std::string::npos) << mm.source;
+  EXPECT_NE(mm.source.find("tk += 16"), std::string::npos) << mm.source;
+  // 10 columns: 4 x 5 (20 accumulators).
+  EXPECT_EQ(render_c(matmul_kernel(128, 128, 10, true), cpu_facts(2)).opts,
+            "THREAD(0,2) UPCAST(0,4) UPCAST(1,5) DOT(16)");
+  // AVX2: 8 floats of k per step, 16 registers: 2 x 4.
+  const RenderedKernel avx2 = render_c(matmul_kernel(128, 784, 128, true), cpu_facts(2, true, false));
+  EXPECT_EQ(avx2.opts, "THREAD(0,2) UPCAST(0,2) UPCAST(1,4) DOT(8)");
+  // A K that no vector divides keeps the gathered panel.
+  EXPECT_EQ(render_c(matmul_kernel(24, 53, 96, true), cpu_facts(2)).opts,
+            "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)");
+}
+
 // With AVX2 only (or AVX-512 masked off by HCQ_CPU_FEATURES): 8-float vectors and half the registers, so at most 12
 // accumulators; without AVX2, no tiles.
 TEST(FrameworkRegisterTile, Avx2TilesAreSmaller) {
@@ -144,6 +165,29 @@ TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1
 TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
   check(1, 128, 784, 128, false);
   check(1, 128, 128, 784, true);  // the first layer's input gradient: g @ W^T
+}
+
+// Dot tiles (both operands contiguous in k): exact shapes, 5 columns per step with a bias and ReLU epilogue on 5
+// lanes, a batch axis outside the tile, one vector of k, several workers.
+TEST_P(FrameworkRegisterTileValues, DotTileForOperandsContiguousInK) {
+  check(1, 64, 48, 40, true);
+  check(1, 128, 128, 10, true);
+  check(2, 8, 32, 12, true);
+  check(1, 8, 16, 8, true);
+}
+
+// A bias's gradient: a column sum of a masked gradient, every lane read contiguously (16 column sums at once).
+TEST_P(FrameworkRegisterTileValues, ColumnSumOfAMaskedGradient) {
+  const int64_t B = 37, O = 48;
+  const std::vector<float> gv = values(B * O, 0.5f, 9), hv = values(B * O, 1.0f, 10);
+  const std::vector<float> got = (Tensor(hv, {B, O}) > 0.0f).where(Tensor(gv, {B, O}), 0.0f).sum(0).data<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(O));
+  for (int64_t o = 0; o < O; ++o) {
+    double want = 0;
+    for (int64_t b = 0; b < B; ++b)
+      if (hv[static_cast<size_t>(b * O + o)] > 0) want += gv[static_cast<size_t>(b * O + o)];
+    ASSERT_NEAR(got[static_cast<size_t>(o)], want, 1e-5) << o;
+  }
 }
 
 // A ReLU layer's weight gradient: x^T @ (g where h > 0), the mask fused into the reduce; the masked operand is

@@ -734,7 +734,7 @@ int run_bench(std::span<const std::string_view> args) {
   bool json = false, quick = false;
   std::optional<std::string> only_device;
   std::optional<std::pair<uint64_t, int>> compile_probe;  // nonce, kernels
-  std::optional<int> step_kernels;                         // eager steps to time kernel by kernel
+  std::optional<int> step_kernels;                        // eager steps to time kernel by kernel
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--json") {

@@ -153,8 +153,7 @@ void print_step_kernels(Device& dev, int steps) {
     runs.push_back(std::move(timer.kernels));
   }
   if (runs.empty()) return;
-  std::printf("%-3s %-26s %-44s %6s %10s %9s %8s\n", "#", "kernel", "opts", "groups", "median us", "GFLOP/s",
-              "GB/s");
+  std::printf("%-3s %-26s %-44s %6s %10s %9s %8s\n", "#", "kernel", "opts", "groups", "median us", "GFLOP/s", "GB/s");
   double total_us = 0, total_flops = 0;
   for (size_t k = 0; k < runs[0].size(); ++k) {
     std::vector<double> us;
