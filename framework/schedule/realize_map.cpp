@@ -70,7 +70,8 @@ int expensive_ops(const NodeData* n, std::unordered_map<const NodeData*, int>& m
 
 // An elementwise value with at least this many expensive ops, that two kernels use and one of them reads through
 // an EXPAND, is realized: a softmax's gradient feeds both weight gradients and the input gradient of a linear
-// layer, and fused into a product's operand it would be recomputed for every column of the product.
+// layer, and fused into a product's operand it would be recomputed for every column of the product. Not a value of
+// one element: the code generator computes that once, before the loops.
 constexpr int kRealizeExpensiveOps = 2;
 
 }  // namespace
