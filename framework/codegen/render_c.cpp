@@ -456,7 +456,66 @@ class CRenderer {
     bool pack = false;    // B's K x NW panel copied contiguous first (PACK)
     bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
     bool dot = false;     // a dot tile (choose_dot_tile): `vectors` is then the number of columns, not of vectors
+    bool vec_b = false;   // a gathered B that is computed a vector at a time instead (vectorizable along j)
   };
+
+  // Whether a float32 value can be computed for V consecutive values of range r at once, as one clang vector: its
+  // tree is loads that read r contiguously (one vector load) or not at all (one value for every lane), constants,
+  // +, -, *, max, negation, and a select on a comparison of such values (a bias added and a ReLU applied to a
+  // product's operand, a ReLU's mask on a gradient).
+  bool vectorizable(const NodeData* n, const NodeData* r) {
+    if (n->dtype != DType::float32) return false;
+    switch (n->op) {
+      case Op::WHERE: {
+        const NodeData* c = n->src[0].get();
+        return (c->op == Op::CMPLT || c->op == Op::CMPEQ || c->op == Op::CMPNE) && vectorizable(c->src[0].get(), r) &&
+               vectorizable(c->src[1].get(), r) && vectorizable(n->src[1].get(), r) && vectorizable(n->src[2].get(), r);
+      }
+      case Op::CONST: return true;
+      case Op::LOAD: {
+        if (n->src.size() != 2 || n->src[0]->op != Op::PARAM) return false;
+        const std::vector<const NodeData*>& d = deps(n);
+        return std::find(d.begin(), d.end(), r) == d.end() || coefficient(n->src[1].get(), r) == 1;
+      }
+      case Op::ADD:
+      case Op::SUB:
+      case Op::MUL:
+      case Op::MAX:
+      case Op::NEG:
+        return std::all_of(n->src.begin(), n->src.end(), [&](const Node& x) { return vectorizable(x.get(), r); });
+      default: return false;
+    }
+  }
+  // The vector C expression of a vectorizable value, lane 0 at the position `at` gives r (value_c's names otherwise).
+  // max keeps the scalar form's NaN rule (a NaN in either operand wins: combine()).
+  std::string vector_c(const NodeData* n, const NodeData* r,
+                       const std::unordered_map<const NodeData*, std::string>& at) {
+    auto splat = [](const std::string& x) { return "((hcq_vf)(" + x + "))"; };
+    switch (n->op) {
+      case Op::CONST: return splat(literal(n->dtype, n->const_value()));
+      case Op::LOAD: {
+        const std::string ref = tag("b", n->src[0]->i[0]) + "[" + value_c(n->src[1].get(), at) + "]";
+        const std::vector<const NodeData*>& d = deps(n);
+        return std::find(d.begin(), d.end(), r) == d.end() ? splat(ref) : "(*(const hcq_vfu*)&" + ref + ")";
+      }
+      case Op::NEG: return "(-" + vector_c(n->src[0].get(), r, at) + ")";
+      case Op::WHERE: {  // a comparison of vectors is a vector of 0 / -1, which ?: selects lane by lane
+        const NodeData* c = n->src[0].get();
+        const char* cmp = c->op == Op::CMPLT ? " < " : c->op == Op::CMPEQ ? " == " : " != ";
+        return "((" + vector_c(c->src[0].get(), r, at) + cmp + vector_c(c->src[1].get(), r, at) + ") ? " +
+               vector_c(n->src[1].get(), r, at) + " : " + vector_c(n->src[2].get(), r, at) + ")";
+      }
+      default: break;
+    }
+    const std::string a = vector_c(n->src[0].get(), r, at), b = vector_c(n->src[1].get(), r, at);
+    switch (n->op) {
+      case Op::ADD: return "(" + a + " + " + b + ")";
+      case Op::SUB: return "(" + a + " - " + b + ")";
+      case Op::MUL: return "(" + a + " * " + b + ")";
+      case Op::MAX: return "((" + a + " != " + a + " | " + a + " > " + b + ") ? " + a + " : " + b + ")";
+      default: throw InvalidArgument(cat("render_c: no vector C for a ", op_name(n->op), " node"));
+    }
+  }
 
   // A value of the reduce's body as one C expression with some ranges replaced (the memoised emit() cannot: a node's
   // name is fixed once emitted): A per row and k, B per column and k. Operands are small trees (loads, casts, a
@@ -528,6 +587,7 @@ class CRenderer {
           // masked gradient, a cast) is computed lane by lane into the packed panel.
           t.gather = !(b->op == Op::LOAD && b->src.size() == 2 && b->src[0]->op == Op::PARAM &&
                        b->dtype == DType::float32 && coefficient(b->src[1].get(), j) == 1);
+          t.vec_b = t.gather && vectorizable(b, j);
           if (pick_tile_shape(t) && (!tile_.i || better(t, tile_))) tile_ = t;
         }
       }
@@ -549,7 +609,8 @@ class CRenderer {
   // lane into its panel. Instead, R rows by C columns of dot products advance together along k, V floats at a time:
   // per k step R vector loads of A, C of B and R*C vector multiply-adds into R*C accumulators, each summed across
   // its V lanes at the end. No packing: a worker's C rows of B (C*K floats) stay in L1 while its rows of A stream.
-  // Both operands must be plain float32 loads (no mask), one reduce range whose extent V divides.
+  // Both operands must be float32 values computable a vector of k at a time (vectorizable: loads, a bias, a ReLU),
+  // one reduce range whose extent V divides.
   bool choose_dot_tile(const NodeData* body, const NodeData* reduce, const std::vector<const NodeData*>& ks,
                        Tile& out) {
     const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
@@ -559,10 +620,7 @@ class CRenderer {
     const NodeData* k = ks[0];
     const int64_t V = avx512 ? 16 : 8, registers = avx512 ? 32 : 16;
     if (k->i[1] % V != 0) return false;
-    auto plain = [&](const NodeData* n) {
-      return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM && n->dtype == DType::float32 &&
-             coefficient(n->src[1].get(), k) == 1;
-    };
+    auto plain = [&](const NodeData* n) { return vectorizable(n, k); };
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
@@ -729,7 +787,9 @@ class CRenderer {
       panel = tag("pk", next_var_++);
       cur->lines.push_back("hcq_vf " + panel + tag("[", K) + tag("][", W) + "];");
       const std::string loops = k_loops + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
-      if (t.gather) {
+      if (t.vec_b) {
+        cur->lines.push_back(loops + panel + "[" + k_flat + "][tw] = " + vector_c(t.b, t.j, at(t.j, column)) + ";");
+      } else if (t.gather) {
         const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
         cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[" + k_flat +
                              "][tw][tv] = " + value_c(t.b, at(t.j, lane)) + ";");
@@ -785,7 +845,6 @@ class CRenderer {
     const Tile& t = tile_;
     const int64_t K = t.ks[0]->i[1], R = t.rows, C = t.vectors, V = t.width;
     const std::string rj = names_.at(t.j), ri = tag("r", t.i->i[0]);
-    const std::string bA = tag("b", t.a->src[0]->i[0]), bB = tag("b", t.b->src[0]->i[0]);
     auto at = [&](const NodeData* r, const std::string& v) {
       std::unordered_map<const NodeData*, std::string> m = k_at;
       m[r] = v;
@@ -804,12 +863,11 @@ class CRenderer {
                           tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) " + acc + "[tu][tc] = 0.0f;");
     rows->lines.push_back(tag("  for (int64_t tk = 0; tk < ", K) + tag("; tk += ", V) + ") {");
     rows->lines.push_back(tag("    hcq_vf av[", R) + "];");
+    const NodeData* k = t.ks[0];
     rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) +
-                          "; ++tu) av[tu] = *(const hcq_vfu*)&" + bA + "[" + value_c(t.a->src[1].get(), at(t.i, row)) +
-                          "];");
+                          "; ++tu) av[tu] = " + vector_c(t.a, k, at(t.i, row)) + ";");
     rows->lines.push_back("    " + unroll + tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) {");
-    rows->lines.push_back("      const hcq_vf bv = *(const hcq_vfu*)&" + bB + "[" +
-                          value_c(t.b->src[1].get(), at(t.j, column)) + "];");
+    rows->lines.push_back("      const hcq_vf bv = " + vector_c(t.b, k, at(t.j, column)) + ";");
     rows->lines.push_back("      " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + acc +
                           "[tu][tc] += av[tu] * bv;");
     rows->lines.push_back("    }");

@@ -176,6 +176,45 @@ TEST_P(FrameworkRegisterTileValues, DotTileForOperandsContiguousInK) {
   check(1, 8, 16, 8, true);
 }
 
+// An operand that is an expression computed a vector at a time: a hidden layer's bias and ReLU (and a negation and
+// a max) in the next layer's product, as a dot tile's A (both contiguous in k) and as a broadcast tile's
+// panel (contiguous in the columns). Inputs include NaNs: the vector max and select keep the scalar rules (NaN wins
+// in max; a comparison with NaN is false).
+TEST_P(FrameworkRegisterTileValues, VectorExpressionOperands) {
+  const int64_t B = 16, K = 32, N = 10;
+  std::vector<float> hv = values(B * K, 1.0f, 11);
+  hv[5] = std::nanf("");
+  hv[40] = std::nanf("");
+  const std::vector<float> cv = values(K, 0.5f, 12), wv = values(N * K, 0.5f, 13), gv = values(B * N, 1.0f, 14);
+  const Tensor h(hv, {B, K}), bias(cv, {K}), w(wv, {N, K}), g(gv, {B, N});
+  // relu(h + bias) as (0 < x) ? x : 0, and max(-(h + bias), -0.25) as MAX: both through a dot tile (N = 10 columns).
+  const Tensor act = ((h + bias).relu() + (-(h + bias)).maximum(-0.25f)) * 0.5f;
+  const std::vector<float> got = act.matmul(w.transpose()).data<float>();
+  // act^T @ g: act, contiguous in its 32 columns, is the broadcast tile's panel operand, one vector per k.
+  const std::vector<float> gw = act.transpose().matmul(g).data<float>();
+  auto act_at = [&](int64_t b, int64_t k) {
+    const double x = double(hv[static_cast<size_t>(b * K + k)]) + cv[static_cast<size_t>(k)];
+    if (std::isnan(x)) return x;
+    return (std::max(x, 0.0) + std::max(-x, -0.25)) * 0.5;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += act_at(b, k) * wv[static_cast<size_t>(n * K + k)];
+      const float v = got[static_cast<size_t>(b * N + n)];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << b << ", " << n;
+      else ASSERT_NEAR(v, want, 1e-4 * (1 + std::abs(want))) << b << ", " << n;
+    }
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0;
+      for (int64_t b = 0; b < B; ++b) want += act_at(b, k) * gv[static_cast<size_t>(b * N + n)];
+      const float v = gw[static_cast<size_t>(k * N + n)];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << k << ", " << n;
+      else ASSERT_NEAR(v, want, 1e-4 * (1 + std::abs(want))) << k << ", " << n;
+    }
+}
+
 // A bias's gradient: a column sum of a masked gradient, every lane read contiguously (16 column sums at once).
 TEST_P(FrameworkRegisterTileValues, ColumnSumOfAMaskedGradient) {
   const int64_t B = 37, O = 48;
