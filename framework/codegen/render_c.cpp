@@ -90,7 +90,7 @@ std::string tag(const char* prefix, int64_t n) {
 
 // A CPU kernel is split over the device's workers from this many innermost iterations (output elements times
 // reduce extents) on: below it, handing half to another worker (waking it, waiting for it) costs more than it saves.
-constexpr double kSplitWork = 32768;
+constexpr double kSplitWork = 1 << 20;
 
 // e^x and 2^x for the CPU device's kernels, inline so the loops around them vectorise (its kernels are
 // freestanding: expf is a call into the host's libm, one element at a time; a softmax's backward recomputes it per

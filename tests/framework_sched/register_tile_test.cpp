@@ -54,10 +54,14 @@ TargetFacts cpu_facts(unsigned workers, bool optimize = true, bool avx512 = true
 
 TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   // 48 rows, 128 columns: 6 rows by 4 vectors (24 accumulators), the panel packed (4 row steps per worker).
-  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
-  EXPECT_EQ(mm.name, "r_48_128_37_up6x64");
+  const RenderedKernel mm = render_c(matmul_kernel(48, 173, 128), cpu_facts(2));
+  EXPECT_EQ(mm.name, "r_48_128_173_up6x64");
   EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,64) PACK(1)");
   EXPECT_EQ(mm.global, (std::array<uint32_t, 3>{2, 1, 1}));
+  // Under 2^20 iterations (kSplitWork) a kernel stays on one worker: waking another costs more than it saves.
+  const RenderedKernel one = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
+  EXPECT_EQ(one.opts, "UPCAST(0,6) UPCAST(1,64) PACK(1)");
+  EXPECT_EQ(one.global, (std::array<uint32_t, 3>{1, 1, 1}));
   EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type(16)));"), std::string::npos)
       << mm.source;
 
@@ -67,13 +71,13 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   EXPECT_EQ(small.source.find("pk"), std::string::npos) << small.source;
 
   // B read across its rows (b[j, k]): its lanes are gathered into the panel.
-  const RenderedKernel t = render_c(matmul_kernel(24, 53, 96, true), cpu_facts(2));
+  const RenderedKernel t = render_c(matmul_kernel(24, 457, 96, true), cpu_facts(2));
   EXPECT_EQ(t.opts, "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)") << t.source;
   EXPECT_NE(t.source.find("[tk][tw][tv] = (b2["), std::string::npos) << t.source;
 
   // 24 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
-  const RenderedKernel swapped = render_c(matmul_kernel(48, 37, 24), cpu_facts(2));
-  EXPECT_EQ(swapped.name, "r_48_24_37_up12x16");
+  const RenderedKernel swapped = render_c(matmul_kernel(48, 911, 24), cpu_facts(2));
+  EXPECT_EQ(swapped.name, "r_48_24_911_up12x16");
   EXPECT_EQ(swapped.opts, "THREAD(1,2) UPCAST(1,12) UPCAST(0,16) PACK(0)");
   // Neither side divisible, and no optimisation at all: the plain loops.
   EXPECT_EQ(render_c(matmul_kernel(7, 37, 10), cpu_facts(2)).name, "r_7_10_37");
@@ -92,21 +96,21 @@ TEST(FrameworkRegisterTile, DotTilesWhenBothOperandsReadKContiguously) {
   EXPECT_EQ(mm.source.find("pk"), std::string::npos) << mm.source;
   EXPECT_NE(mm.source.find("tk += 16"), std::string::npos) << mm.source;
   // 10 columns: 4 x 5 (20 accumulators).
-  EXPECT_EQ(render_c(matmul_kernel(128, 128, 10, true), cpu_facts(2)).opts,
+  EXPECT_EQ(render_c(matmul_kernel(128, 1024, 10, true), cpu_facts(2)).opts,
             "THREAD(0,2) UPCAST(0,4) UPCAST(1,5) DOT(16)");
   // AVX2: 8 floats of k per step, 16 registers: 2 x 4.
   const RenderedKernel avx2 = render_c(matmul_kernel(128, 784, 128, true), cpu_facts(2, true, false));
   EXPECT_EQ(avx2.opts, "THREAD(0,2) UPCAST(0,2) UPCAST(1,4) DOT(8)");
   // A K that no vector divides keeps the gathered panel.
-  EXPECT_EQ(render_c(matmul_kernel(24, 53, 96, true), cpu_facts(2)).opts,
+  EXPECT_EQ(render_c(matmul_kernel(24, 457, 96, true), cpu_facts(2)).opts,
             "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)");
 }
 
 // With AVX2 only (or AVX-512 masked off by HCQ_CPU_FEATURES): 8-float vectors and half the registers, so at most 12
 // accumulators; without AVX2, no tiles.
 TEST(FrameworkRegisterTile, Avx2TilesAreSmaller) {
-  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, true, false));
-  EXPECT_EQ(mm.name, "r_48_128_37_up6x16");
+  const RenderedKernel mm = render_c(matmul_kernel(48, 173, 128), cpu_facts(2, true, false));
+  EXPECT_EQ(mm.name, "r_48_128_173_up6x16");
   EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)");
   EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type(8)));"), std::string::npos)
       << mm.source;
@@ -154,13 +158,16 @@ class FrameworkRegisterTileValues : public ::testing::TestWithParam<bool> {
   }
 };
 
-TEST_P(FrameworkRegisterTileValues, ExactTilesOverTwoWorkers) { check(1, 96, 64, 128, false); }
+TEST_P(FrameworkRegisterTileValues, ExactTilesOverTwoWorkers) { check(1, 96, 128, 128, false); }
 TEST_P(FrameworkRegisterTileValues, PrimeReduceAndOneElementReduce) {
   check(1, 48, 37, 128, false);
   check(1, 16, 1, 64, false);
 }
 TEST_P(FrameworkRegisterTileValues, StridedRightOperandIsGathered) { check(1, 24, 53, 96, true); }
-TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) { check(3, 12, 17, 32, false); }
+TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) {
+  check(3, 12, 17, 32, false);
+  check(4, 64, 128, 64, false);  // 2^21 iterations: the batch is split over two workers
+}
 TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1, 48, 37, 24, false); }
 TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
   check(1, 128, 784, 128, false);
@@ -174,6 +181,7 @@ TEST_P(FrameworkRegisterTileValues, DotTileForOperandsContiguousInK) {
   check(1, 128, 128, 10, true);
   check(2, 8, 32, 12, true);
   check(1, 8, 16, 8, true);
+  check(1, 128, 1024, 10, true);  // over two workers
 }
 
 // An operand that is an expression computed a vector at a time: a hidden layer's bias and ReLU (and a negation and
