@@ -62,6 +62,7 @@ const std::vector<std::string>& cpu_compile_flags() {
                                                  "-std=c11",
                                                  "-O2",
                                                  "-march=native",
+                                                 "-fno-math-errno",
                                                  "-mprefer-vector-width=512",
                                                  "-ffreestanding",
                                                  "-fPIC",

@@ -88,6 +88,42 @@ std::string tag(const char* prefix, int64_t n) {
   return s;
 }
 
+// A CPU kernel is split over the device's workers from this many innermost iterations (output elements times
+// reduce extents) on: below it, handing half to another worker (waking it, waiting for it) costs more than it saves.
+constexpr double kSplitWork = 1 << 20;
+
+// e^x and 2^x for the CPU device's kernels, inline so the loops around them vectorise (its kernels are
+// freestanding: expf is a call into the host's libm, one element at a time; a softmax's backward recomputes it per
+// element of a product's operand). x = n ln2 + r with n = rint(x log2 e) and ln2 split in two (Cody and Waite, so r
+// is exact to a few ulp), |r| <= ln2 / 2, e^r by its Taylor polynomial to degree 8 (the next term is below 2^-30),
+// then times 2^n built from the exponent bits in two halves (n from -151 to 129 spans the float range, denormals and
+// overflow to inf included). NaN stays NaN. Error: within 2 ulp of the correctly rounded value (tests/framework_sched
+// codegen_test, "CpuExp" against std::exp in double).
+constexpr const char* kCpuExp =
+    "static inline float hcq_exp_scale(float p, float n) {\n"
+    "  const int32_t k = (int32_t)n, h = k >> 1;\n"
+    "  const uint32_t a = (uint32_t)(h + 127) << 23, b = (uint32_t)(k - h + 127) << 23;\n"
+    "  float sa, sb; HCQ_MEMCPY(&sa, &a, 4); HCQ_MEMCPY(&sb, &b, 4);\n"
+    "  return p * sa * sb;\n"
+    "}\n"
+    "static inline float hcq_exp_poly(float r) {\n"
+    "  return 1.0f + r * (1.0f + r * (0x1p-1f + r * (0x1.555556p-3f + r * (0x1.555556p-5f + r * (0x1.111112p-7f +\n"
+    "         r * (0x1.6c16c2p-10f + r * (0x1.a01a02p-13f + r * 0x1.a01a02p-16f)))))));\n"
+    "}\n"
+    "static inline float hcq_expf(float x) {\n"
+    "  const float c = x != x ? 0.0f : x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;\n"
+    "  const float n = __builtin_rintf(c * 0x1.715476p+0f);\n"
+    "  const float r = (c - n * 0x1.62e400p-1f) - n * 0x1.7f7d1cp-20f;\n"
+    "  const float e = hcq_exp_scale(hcq_exp_poly(r), n);\n"
+    "  return x != x ? x : e;\n"
+    "}\n"
+    "static inline float hcq_exp2f(float x) {\n"
+    "  const float c = x != x ? 0.0f : x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x;\n"
+    "  const float n = __builtin_rintf(c);\n"
+    "  const float e = hcq_exp_scale(hcq_exp_poly((c - n) * 0x1.62e430p-1f), n);\n"
+    "  return x != x ? x : e;\n"
+    "}\n";
+
 // Reduce loops of at most this many iterations are unrolled fully.
 constexpr int64_t kUnrollLimit = 8;
 
@@ -146,7 +182,7 @@ class CRenderer {
     for (const NodeData* r : out_ranges) work *= static_cast<double>(r->i[1]);
     for (int64_t e : reduce_extents) work *= static_cast<double>(e);
     uint32_t groups = 1;
-    if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= 32768)
+    if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= kSplitWork)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
     if (choose_tile(kernel, out_ranges)) {
@@ -154,7 +190,7 @@ class CRenderer {
       const NodeData* split = tile_split(tile_);
       const int64_t parts = split == tile_.i ? tile_.i->i[1] / tile_.rows : split->i[1];
       groups = static_cast<uint32_t>(std::min<int64_t>(parts, facts_.workers));
-      if (work < 32768) groups = 1;
+      if (work < kSplitWork) groups = 1;
       rk.global = {groups, 1, 1};
       rk.name += tag("_up", tile_.rows) + tag("x", upcast_);
       rk.opts = tile_opts(groups, out_ranges);
@@ -384,7 +420,16 @@ class CRenderer {
       if (std::find(d.begin(), d.end(), r) == d.end()) reused = true;
       else if (coefficient(n->src[1].get(), r) == 1) contiguous = true;
     }
-    if (!reused || !contiguous) return;
+    // A sum down the columns (a bias's gradient: every load reads the lane range contiguously, none is reused) gets
+    // lanes too: U column sums advance together, one vector load per step of the reduce, instead of U strided scalar
+    // reduces.
+    bool all_contiguous = contiguous;
+    for (const NodeData* n : toposort({reduce->src[0]})) {
+      if (n->op != Op::LOAD) continue;
+      const std::vector<const NodeData*>& d = deps(n);
+      if (std::find(d.begin(), d.end(), r) != d.end() && coefficient(n->src[1].get(), r) != 1) all_contiguous = false;
+    }
+    if (!(reused && contiguous) && !all_contiguous) return;
     lane_ = r;
     upcast_ = u;
     deps_.clear();
@@ -410,7 +455,67 @@ class CRenderer {
     int64_t rows = 1, vectors = 1, width = 16;
     bool pack = false;    // B's K x NW panel copied contiguous first (PACK)
     bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
+    bool dot = false;     // a dot tile (choose_dot_tile): `vectors` is then the number of columns, not of vectors
+    bool vec_b = false;   // a gathered B that is computed a vector at a time instead (vectorizable along j)
   };
+
+  // Whether a float32 value can be computed for V consecutive values of range r at once, as one clang vector: its
+  // tree is loads that read r contiguously (one vector load) or not at all (one value for every lane), constants,
+  // +, -, *, max, negation, and a select on a comparison of such values (a bias added and a ReLU applied to a
+  // product's operand, a ReLU's mask on a gradient).
+  bool vectorizable(const NodeData* n, const NodeData* r) {
+    if (n->dtype != DType::float32) return false;
+    switch (n->op) {
+      case Op::WHERE: {
+        const NodeData* c = n->src[0].get();
+        return (c->op == Op::CMPLT || c->op == Op::CMPEQ || c->op == Op::CMPNE) && vectorizable(c->src[0].get(), r) &&
+               vectorizable(c->src[1].get(), r) && vectorizable(n->src[1].get(), r) && vectorizable(n->src[2].get(), r);
+      }
+      case Op::CONST: return true;
+      case Op::LOAD: {
+        if (n->src.size() != 2 || n->src[0]->op != Op::PARAM) return false;
+        const std::vector<const NodeData*>& d = deps(n);
+        return std::find(d.begin(), d.end(), r) == d.end() || coefficient(n->src[1].get(), r) == 1;
+      }
+      case Op::ADD:
+      case Op::SUB:
+      case Op::MUL:
+      case Op::MAX:
+      case Op::NEG:
+        return std::all_of(n->src.begin(), n->src.end(), [&](const Node& x) { return vectorizable(x.get(), r); });
+      default: return false;
+    }
+  }
+  // The vector C expression of a vectorizable value, lane 0 at the position `at` gives r (value_c's names otherwise).
+  // max keeps the scalar form's NaN rule (a NaN in either operand wins: combine()).
+  std::string vector_c(const NodeData* n, const NodeData* r,
+                       const std::unordered_map<const NodeData*, std::string>& at) {
+    auto splat = [](const std::string& x) { return "((hcq_vf)(" + x + "))"; };
+    switch (n->op) {
+      case Op::CONST: return splat(literal(n->dtype, n->const_value()));
+      case Op::LOAD: {
+        const std::string ref = tag("b", n->src[0]->i[0]) + "[" + value_c(n->src[1].get(), at) + "]";
+        const std::vector<const NodeData*>& d = deps(n);
+        return std::find(d.begin(), d.end(), r) == d.end() ? splat(ref) : "(*(const hcq_vfu*)&" + ref + ")";
+      }
+      case Op::NEG: return "(-" + vector_c(n->src[0].get(), r, at) + ")";
+      case Op::WHERE: {  // a comparison of vectors is a vector of 0 / -1, which ?: selects lane by lane
+        const NodeData* c = n->src[0].get();
+        const char* cmp = c->op == Op::CMPLT ? " < " : c->op == Op::CMPEQ ? " == " : " != ";
+        return "((" + vector_c(c->src[0].get(), r, at) + cmp + vector_c(c->src[1].get(), r, at) + ") ? " +
+               vector_c(n->src[1].get(), r, at) + " : " + vector_c(n->src[2].get(), r, at) + ")";
+      }
+      default: break;
+    }
+    const std::string a = vector_c(n->src[0].get(), r, at), b = vector_c(n->src[1].get(), r, at);
+    switch (n->op) {
+      case Op::ADD: return "(" + a + " + " + b + ")";
+      case Op::SUB: return "(" + a + " - " + b + ")";
+      case Op::MUL: return "(" + a + " * " + b + ")";
+      case Op::MAX: return "((" + a + " != " + a + " | " + a + " > " + b + ") ? " + a + " : " + b + ")";
+      default: throw InvalidArgument(cat("render_c: no vector C for a ", op_name(n->op), " node"));
+    }
+  }
 
   // A value of the reduce's body as one C expression with some ranges replaced (the memoised emit() cannot: a node's
   // name is fixed once emitted): A per row and k, B per column and k. Operands are small trees (loads, casts, a
@@ -482,15 +587,79 @@ class CRenderer {
           // masked gradient, a cast) is computed lane by lane into the packed panel.
           t.gather = !(b->op == Op::LOAD && b->src.size() == 2 && b->src[0]->op == Op::PARAM &&
                        b->dtype == DType::float32 && coefficient(b->src[1].get(), j) == 1);
+          t.vec_b = t.gather && vectorizable(b, j);
           if (pick_tile_shape(t) && (!tile_.i || better(t, tile_))) tile_ = t;
         }
       }
     }
+    if (!tile_.i || tile_.gather) {
+      Tile d;
+      if (choose_dot_tile(body, reduce, ks, d)) tile_ = d;
+    }
     if (!tile_.i) return false;
     lane_ = tile_.j;
-    upcast_ = tile_.vectors * tile_.width;
+    upcast_ = tile_.dot ? tile_.vectors : tile_.vectors * tile_.width;
     deps_.clear();
     return true;
+  }
+
+  // Dot tiles (tinygrad's UPCAST of two output axes with the reduce axis unrolled into a vector): a product whose
+  // two operands both read the reduce range k contiguously (x . W^T, as nn.Linear's forward is: rows of x by rows of
+  // W) has no operand contiguous along an output range, so the broadcast tile above would gather one of them lane by
+  // lane into its panel. Instead, R rows by C columns of dot products advance together along k, V floats at a time:
+  // per k step R vector loads of A, C of B and R*C vector multiply-adds into R*C accumulators, each summed across
+  // its V lanes at the end. No packing: a worker's C rows of B (C*K floats) stay in L1 while its rows of A stream.
+  // Both operands must be float32 values computable a vector of k at a time (vectorizable: loads, a bias, a ReLU),
+  // one reduce range whose extent V divides.
+  bool choose_dot_tile(const NodeData* body, const NodeData* reduce, const std::vector<const NodeData*>& ks,
+                       Tile& out) {
+    const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
+    if (!avx512 && !(facts_.cpu_isa.features.has(CpuFeature::avx2) && facts_.cpu_isa.features.has(CpuFeature::fma)))
+      return false;
+    if (ks.size() != 1) return false;
+    const NodeData* k = ks[0];
+    const int64_t V = avx512 ? 16 : 8, registers = avx512 ? 32 : 16;
+    if (k->i[1] % V != 0) return false;
+    auto plain = [&](const NodeData* n) { return vectorizable(n, k); };
+    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
+      return std::find(v.begin(), v.end(), r) != v.end();
+    };
+    bool found = false;
+    double best = 0;
+    for (int first = 0; first < 2; ++first) {
+      const NodeData* a = body->src[first].get();
+      const NodeData* b = body->src[1 - first].get();
+      if (!plain(a) || !plain(b)) return false;
+      const std::vector<const NodeData*> da = deps(a), db = deps(b);
+      for (const NodeData* i : out_ranges_) {
+        if (!has(da, i) || has(db, i)) continue;
+        for (const NodeData* j : out_ranges_) {
+          if (!has(db, j) || has(da, j)) continue;
+          // R x C: R*C accumulators, R vectors of A and one of B live at once, one register to spare.
+          for (int64_t r = 1; r <= 8; ++r)
+            for (int64_t c = 1; c <= 8; ++c) {
+              if (r * c < 4 || r * c + r + 1 > registers - 1 || i->i[1] % r != 0 || j->i[1] % c != 0) continue;
+              const double rank = tile_rank(r, c);
+              if (found && rank <= best) continue;
+              Tile t;
+              t.a = a;
+              t.b = b;
+              t.i = i;
+              t.j = j;
+              t.ks = ks;
+              t.reduce = reduce;
+              t.rows = r;
+              t.vectors = c;
+              t.width = V;
+              t.dot = true;
+              out = t;
+              best = rank;
+              found = true;
+            }
+        }
+      }
+    }
+    return found;
   }
 
   // R rows by W vectors: the best-ranked shape (tile_rank) that divides the output exactly and fits the registers.
@@ -563,6 +732,7 @@ class CRenderer {
     const int64_t split = axis_of(tile_split(tile_), out_ranges);
     std::string s = groups > 1 ? tag("THREAD(", split) + tag(",", groups) + ") " : std::string();
     s += tag("UPCAST(", i) + tag(",", tile_.rows) + tag(") UPCAST(", j) + tag(",", upcast_) + ")";
+    if (tile_.dot) return s + tag(" DOT(", tile_.width) + ")";
     return tile_.pack ? s + tag(" PACK(", j) + ")" : s;
   }
 
@@ -609,6 +779,7 @@ class CRenderer {
     for (const NodeData* r : out_ranges)
       if (r != t.i && r != t.j) cur = open_loop(cur, r, bounds(r).first, bounds(r).second);
     cur = open_loop(cur, t.j, "0", std::to_string(N));  // steps by upcast_ (lane_ is j)
+    if (t.dot) return render_dot_tile(cur, bounds(t.i), k_at, unroll);
     const std::string rj = names_.at(t.j);
     const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
     std::string panel;
@@ -616,7 +787,9 @@ class CRenderer {
       panel = tag("pk", next_var_++);
       cur->lines.push_back("hcq_vf " + panel + tag("[", K) + tag("][", W) + "];");
       const std::string loops = k_loops + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
-      if (t.gather) {
+      if (t.vec_b) {
+        cur->lines.push_back(loops + panel + "[" + k_flat + "][tw] = " + vector_c(t.b, t.j, at(t.j, column)) + ";");
+      } else if (t.gather) {
         const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
         cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[" + k_flat +
                              "][tw][tv] = " + value_c(t.b, at(t.j, lane)) + ";");
@@ -656,6 +829,58 @@ class CRenderer {
                           "] = " + acc + "[tu][tw];");
     rows->lines.push_back("}");
     // The epilogue, per row of the tile: the reduce's value is the row's sums, lane u of NW.
+    Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
+    const std::string sums = tag("trow", next_var_++);
+    epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
+    names_[t.i] = row;
+    range_scope_[t.i] = epilogue;
+    names_[t.reduce] = sums;
+    return epilogue;
+  }
+
+  // A dot tile's rows and micro-kernel inside the column loop `cur` (choose_dot_tile); returns the epilogue's scope
+  // (one row of the tile, C lanes), as render_tile does.
+  Scope* render_dot_tile(Scope* cur, const std::pair<std::string, std::string>& row_bounds,
+                         const std::unordered_map<const NodeData*, std::string>& k_at, const std::string& unroll) {
+    const Tile& t = tile_;
+    const int64_t K = t.ks[0]->i[1], R = t.rows, C = t.vectors, V = t.width;
+    const std::string rj = names_.at(t.j), ri = tag("r", t.i->i[0]);
+    auto at = [&](const NodeData* r, const std::string& v) {
+      std::unordered_map<const NodeData*, std::string> m = k_at;
+      m[r] = v;
+      return m;
+    };
+    Scope* rows = open_scope(cur, "for (int64_t " + ri + " = " + row_bounds.first + "; " + ri + " < " +
+                                      row_bounds.second + "; " + ri + tag(" += ", R) + ") {");
+    names_[t.i] = ri;
+    range_scope_[t.i] = rows;
+    const std::string acc = tag("tacc", next_var_++), tile = tag("tile", next_var_++);
+    const std::string row = "(" + ri + " + tu)", column = "(" + rj + " + tc)";
+    rows->lines.push_back(std::string("float ") + tile + tag("[", R) + tag("][", C) + "];");
+    rows->lines.push_back("{");
+    rows->lines.push_back(std::string("  hcq_vf ") + acc + tag("[", R) + tag("][", C) + "];");
+    rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
+                          tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) " + acc + "[tu][tc] = 0.0f;");
+    rows->lines.push_back(tag("  for (int64_t tk = 0; tk < ", K) + tag("; tk += ", V) + ") {");
+    rows->lines.push_back(tag("    hcq_vf av[", R) + "];");
+    const NodeData* k = t.ks[0];
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tu = 0; tu < ", R) +
+                          "; ++tu) av[tu] = " + vector_c(t.a, k, at(t.i, row)) + ";");
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) {");
+    rows->lines.push_back("      const hcq_vf bv = " + vector_c(t.b, k, at(t.j, column)) + ";");
+    rows->lines.push_back("      " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + acc +
+                          "[tu][tc] += av[tu] * bv;");
+    rows->lines.push_back("    }");
+    rows->lines.push_back("  }");
+    // Each accumulator's lanes summed (reassociation is on: clang folds them as a tree).
+    rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
+                          tag("for (int64_t tc = 0; tc < ", C) + "; ++tc) {");
+    rows->lines.push_back("    float s = 0.0f;");
+    rows->lines.push_back("    " + unroll + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) s += " + acc +
+                          "[tu][tc][tv];");
+    rows->lines.push_back("    " + tile + "[tu][tc] = s;");
+    rows->lines.push_back("  }");
+    rows->lines.push_back("}");
     Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
     const std::string sums = tag("trow", next_var_++);
     epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
@@ -989,6 +1214,7 @@ class CRenderer {
     const DType t = n->dtype;
     const DType in = n->src.empty() ? t : n->src[0]->dtype;
     const bool f = is_float(t);
+    const bool cpu = facts_.target == Target::cpu;
     switch (n->op) {
       case Op::RANGE: return names_.at(n);
       case Op::PARAM: return tag("b", n->i[0]);
@@ -1006,15 +1232,24 @@ class CRenderer {
       case Op::NEG:
         if (f) return round_half(t, "-" + a[0]);
         return wrap_int(t, "0", '-', a[0]);
-      case Op::EXP: return round_half(t, "expf(" + a[0] + ")");
-      case Op::EXP2: return round_half(t, "exp2f(" + a[0] + ")");
+      case Op::EXP:
+        if (!cpu) return round_half(t, "expf(" + a[0] + ")");
+        helpers_.try_emplace("hcq_expf", kCpuExp);
+        return round_half(t, "hcq_expf(" + a[0] + ")");
+      case Op::EXP2:
+        if (!cpu) return round_half(t, "exp2f(" + a[0] + ")");
+        helpers_.try_emplace("hcq_expf", kCpuExp);
+        return round_half(t, "hcq_exp2f(" + a[0] + ")");
       case Op::LOG: return round_half(t, "logf(" + a[0] + ")");
       case Op::LOG2: return round_half(t, "log2f(" + a[0] + ")");
       case Op::SIN: return round_half(t, "sinf(" + a[0] + ")");
       case Op::COS: return round_half(t, "cosf(" + a[0] + ")");
-      case Op::SQRT: return round_half(t, "sqrtf(" + a[0] + ")");
+      // The CPU device's kernels are freestanding (no builtins): a plain sqrtf or truncf is a call into the host's
+      // libm, which keeps every loop around it scalar. The builtins are one instruction each (with
+      // -fno-math-errno, drivers/cpu/cpu_compiler.cpp), so Adam's update vectorises.
+      case Op::SQRT: return round_half(t, std::string(cpu ? "__builtin_sqrtf(" : "sqrtf(") + a[0] + ")");
       case Op::RECIPROCAL: return round_half(t, "1.0f / " + a[0]);
-      case Op::TRUNC: return f ? round_half(t, "truncf(" + a[0] + ")") : a[0];
+      case Op::TRUNC: return f ? round_half(t, std::string(cpu ? "__builtin_truncf(" : "truncf(") + a[0] + ")") : a[0];
       case Op::ADD: return f ? round_half(t, a[0] + " + " + a[1]) : wrap_int(t, a[0], '+', a[1]);
       case Op::SUB: return f ? round_half(t, a[0] + " - " + a[1]) : wrap_int(t, a[0], '-', a[1]);
       case Op::MUL: return f ? round_half(t, a[0] + " * " + a[1]) : wrap_int(t, a[0], '*', a[1]);

@@ -192,8 +192,14 @@ bool is_buffer_view(const Node& n) {
   return b->op == Op::BUFFER;
 }
 
+namespace {
+thread_local CaptureSink* t_capture_sink = nullptr;
+thread_local KernelTimer* t_kernel_timer = nullptr;
+}  // namespace
+
 std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   const int debug = knobs::debug();
+  KernelTimer* const timer = t_kernel_timer;
   // Roots that are buffers already need nothing.
   std::vector<Node> todo;
   std::vector<Node> result(roots.size());
@@ -291,7 +297,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     for (size_t j = 0; j < st.slots.size(); ++j) addrs[j] = bufs[st.slots[j]] ? bufs[st.slots[j]]->va() : 0;
     const Program& prog = *st.kernel->program;
     const std::span<const uint64_t> args(addrs, st.slots.size());
-    if (debug >= 2) {
+    if (debug >= 2 || timer) {
       flush();
       std::optional<double> secs;
       try {
@@ -301,6 +307,13 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       }
       const double us = secs.value_or(0) * 1e6;
       const RenderedKernel& rk = st.kernel->rendered;
+      if (timer)
+        timer->kernel(KernelTime{rk.name, rk.opts, st.what, rk.flops, rk.bytes, secs.value_or(0),
+                                 st.global[0] * st.global[1] * st.global[2]});
+      if (debug < 2) {
+        g_kernels.fetch_add(1);
+        continue;
+      }
       std::fprintf(stderr,
                    "HCQ_DEBUG: %-24s %-8s global (%u,%u,%u) local (%u,%u,%u) %9.2f us %8.2f GB/s %8.2f GFLOP/s%s%s\n",
                    rk.name.c_str(), st.device.c_str(), st.global[0], st.global[1], st.global[2], st.local[0],
@@ -360,10 +373,8 @@ void read_buffer_view(const Node& view, std::span<std::byte> out) {
   });
 }
 
-namespace {
-thread_local CaptureSink* t_capture_sink = nullptr;
-}
 CaptureSink* capture_sink() { return t_capture_sink; }
+KernelTimer* set_kernel_timer(KernelTimer* timer) { return std::exchange(t_kernel_timer, timer); }
 CaptureSink* set_capture_sink(CaptureSink* sink) { return std::exchange(t_capture_sink, sink); }
 void copy_buffers(Buffer& dst, const Buffer& src) { copy_between(dst, src); }
 

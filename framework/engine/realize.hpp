@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "framework/ir/node.hpp"
@@ -60,6 +61,23 @@ CaptureSink* set_capture_sink(CaptureSink* sink);
 // The engine's copy between buffers of any two devices (through the host when a CPU device's memory is not mapped
 // on the destination), ordered on both devices' timelines: the JIT replays captured cross-device copies with it.
 void copy_buffers(Buffer& dst, const Buffer& src);
+
+// Per-kernel timing for profiling tools (hcq bench --step-kernels): while a timer is installed on this thread,
+// realize_nodes runs each kernel alone, waited for and timed (as HCQ_DEBUG=2 does, without printing), and hands
+// the kernel's name, opts, flops, bytes and seconds to the timer. A TinyJit capture runs nothing, so it reports
+// nothing; an eager realize of the same graph runs the same kernels.
+struct KernelTime {
+  std::string name, opts, what;
+  double flops = 0, bytes = 0, seconds = 0;
+  uint32_t groups = 1;
+};
+class KernelTimer {
+ public:
+  virtual ~KernelTimer() = default;
+  virtual void kernel(const KernelTime& t) = 0;
+};
+// This thread's timer (null: none). set_kernel_timer returns the previous one.
+KernelTimer* set_kernel_timer(KernelTimer* timer);
 
 FrameworkCounters counters();
 // Forget every cached schedule (benchmarks of the miss path; tests).

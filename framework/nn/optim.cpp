@@ -106,7 +106,9 @@ void Adam::begin_step() {
 }
 
 // torch.optim.Adam / AdamW: (AdamW: p *= 1 - lr * wd; Adam: g += wd * p); m = b1 m + (1 - b1) g;
-// v = b2 v + (1 - b2) g^2; p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+// v = b2 v + (1 - b2) g^2; p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps), computed as PyTorch's
+// implementation does: the scalars step_size = lr / (1 - b1^t) and 1 / sqrt(1 - b2^t) once per kernel (outside its
+// loop), so an element costs one division and one square root, not three divisions and a root.
 Tensor Adam::update(size_t k, const Tensor& grad) {
   Tensor p = params_[k];
   Tensor g = grad;
@@ -116,8 +118,8 @@ Tensor Adam::update(size_t k, const Tensor& grad) {
   }
   m_[k].assign(m_[k] * beta1_ + g * (1 - beta1_));
   v_[k].assign(v_[k] * beta2_ + g * g * (1 - beta2_));
-  const Tensor m_hat = m_[k] / (1.0 - beta1_t_), v_hat = v_[k] / (1.0 - beta2_t_);
-  return p - lr_ * m_hat / (v_hat.sqrt() + eps_);
+  const Tensor step_size = lr_ / (1.0 - beta1_t_), inv_bc2_sqrt = (1.0 - beta2_t_).sqrt().reciprocal();
+  return p - m_[k] * step_size / (v_[k].sqrt() * inv_bc2_sqrt + eps_);
 }
 
 std::vector<Tensor> Adam::state() {

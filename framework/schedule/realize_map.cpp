@@ -42,6 +42,38 @@ int elementwise_cost(const NodeData* n, const std::unordered_set<const NodeData*
   return cost;
 }
 
+// Transcendentals and divisions: what makes recomputing an elementwise value cost more than reading it back.
+bool expensive(Op op) {
+  switch (op) {
+    case Op::EXP:
+    case Op::EXP2:
+    case Op::LOG:
+    case Op::LOG2:
+    case Op::SIN:
+    case Op::COS:
+    case Op::SQRT:
+    case Op::RECIPROCAL:
+    case Op::FDIV:
+    case Op::POW: return true;
+    default: return false;
+  }
+}
+
+// Expensive ops in n's elementwise tree, down to reduces and leaves (memoised: the graph is a DAG).
+int expensive_ops(const NodeData* n, std::unordered_map<const NodeData*, int>& memo) {
+  if (n->op == Op::REDUCE_AXIS || n->src.empty()) return 0;
+  if (auto it = memo.find(n); it != memo.end()) return it->second;
+  int c = expensive(n->op) ? 1 : 0;
+  for (const Node& s : n->src) c += expensive_ops(s.get(), memo);
+  return memo[n] = c;
+}
+
+// An elementwise value with at least this many expensive ops, that two kernels use and one of them reads through
+// an EXPAND, is realized: a softmax's gradient feeds both weight gradients and the input gradient of a linear
+// layer, and fused into a product's operand it would be recomputed for every column of the product. Not a value of
+// one element: the code generator computes that once, before the loops.
+constexpr int kRealizeExpensiveOps = 2;
+
 }  // namespace
 
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
@@ -49,6 +81,10 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
   // The kernel (realized root) whose walk reached each reduce: a reduce that two kernels need is computed once,
   // into a buffer, instead of in both.
   std::unordered_map<const NodeData*, const NodeData*> reached_by;
+  // The same for expensive elementwise values (kRealizeExpensiveOps): the first kernel, and whether any reached it
+  // through an EXPAND.
+  std::unordered_map<const NodeData*, std::pair<const NodeData*, bool>> ew_reached_by;
+  std::unordered_map<const NodeData*, int> cost;
   std::unordered_set<const NodeData*> realized(extra.begin(), extra.end());
   std::vector<const NodeData*> work;
   for (const Node& r : roots)
@@ -84,7 +120,14 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
           break;
         }
         default:
-          realize = expanded && is_elementwise(n->op) && elementwise_cost(n, realized, kExpensiveOps) >= kExpensiveOps;
+          if (!is_elementwise(n->op)) break;
+          realize = expanded && elementwise_cost(n, realized, kExpensiveOps) >= kExpensiveOps;
+          // A one-element value (Adam's bias corrections) is computed once per kernel anyway, outside its loops.
+          if (!realize && numel(n->shape) > 1 && expensive_ops(n, cost) >= kRealizeExpensiveOps) {
+            auto [it, first] = ew_reached_by.emplace(n, std::pair{root, expanded});
+            it->second.second = it->second.second || expanded;
+            realize = !first && it->second.first != root && it->second.second;
+          }
           break;
       }
       if (realize) {

@@ -13,7 +13,9 @@ namespace hcq::fw {
 // that would otherwise be recomputed: one that two kernels use, or one its consumer reads through an EXPAND (each
 // reduced value used for many output elements); likewise an elementwise value of many ops read through an EXPAND. `extra` forces more nodes: an assign's value that reads its own
 // target at other positions, and a reduce whose users in one kernel read it at different indices (found while
-// lowering: lower.hpp). Roots that are parameters already (a buffer view) are not realized.
+// lowering: lower.hpp). Roots that are parameters already (a buffer view) are not realized. An elementwise value
+// with two or more transcendentals or divisions in its tree is realized when two kernels use it and one reads it
+// through an EXPAND (a softmax's gradient feeding a product: recomputed per column otherwise).
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
                                                 const std::unordered_set<const NodeData*>& extra);
 

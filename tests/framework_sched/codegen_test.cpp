@@ -2,6 +2,7 @@
 // under HCQ_NOOPT=1 and compares both with a double-precision reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -68,6 +69,41 @@ TEST_P(FrameworkCodegen, IntegerMatmulIsExact) {
         want += int64_t{av[static_cast<size_t>(i * K + k)]} * bv[static_cast<size_t>(k * N + j)];
       ASSERT_EQ(got[static_cast<size_t>(i * N + j)], want) << i << ", " << j;
     }
+}
+
+// The CPU device's e^x and 2^x are inline polynomials (render_c.cpp, kCpuExp), not libm: within 2 ulp of the
+// correctly rounded value over the whole float range (denormal results within 2 of the smallest denormal), inf past
+// the largest float, 0 below the smallest denormal, NaN for NaN.
+TEST_P(FrameworkCodegen, CpuExpWithinTwoUlp) {
+  std::vector<float> x;
+  for (int k = -2200; k <= 2200; ++k) x.push_back(static_cast<float>(k) * 0.0501f);  // -110.2 .. 110.2
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.3f, -103.9f, -104.0f, 127.9f, 128.0f, -149.0f,
+                  -150.0f, -151.0f, 0.5f, -0.5f, 0.3465736f, -0.3465736f})
+    x.push_back(v);
+  x.push_back(HUGE_VALF);
+  x.push_back(-HUGE_VALF);
+  x.push_back(std::nanf(""));
+  const std::vector<float> e = Tensor(x, {static_cast<int64_t>(x.size())}, "CPU").exp().data<float>();
+  const std::vector<float> e2 = Tensor(x, {static_cast<int64_t>(x.size())}, "CPU").exp2().data<float>();
+  auto check = [](float got, double want, float at, const char* what) {
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << what << "(" << at << ") = " << got;
+      return;
+    }
+    const float rounded = static_cast<float>(want);
+    if (std::isinf(rounded) || rounded == 0.0f) {
+      EXPECT_EQ(got, rounded) << what << "(" << at << ")";
+      return;
+    }
+    // An ulp at the correctly rounded value (the smallest denormal below the normal range).
+    const float ulp = std::max(std::nextafter(std::abs(rounded), HUGE_VALF) - std::abs(rounded), 0x1p-149f);
+    EXPECT_LE(std::abs(static_cast<double>(got) - want), 2.0 * ulp)
+        << what << "(" << at << ") = " << got << ", want " << want;
+  };
+  for (size_t k = 0; k < x.size(); ++k) {
+    check(e[k], std::exp(static_cast<double>(x[k])), x[k], "exp");
+    check(e2[k], std::exp2(static_cast<double>(x[k])), x[k], "exp2");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkCodegen, ::testing::Values(false, true),

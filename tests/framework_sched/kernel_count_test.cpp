@@ -171,6 +171,40 @@ TEST(FrameworkKernelCount, AReduceTwoKernelsUseIsRealizedOnce) {
 
 // Two uses of a reduce in one kernel at the same index fuse (computed once in that kernel); at different indices
 // (a flip) the consumers disagree, and the reduce is realized instead of computed twice.
+// An elementwise value with two or more transcendentals or divisions (a softmax's gradient) that two kernels use,
+// one reading it through an EXPAND (a product's operand), is computed once into a buffer: 3 kernels (the value, the
+// product, the column sum) instead of 2 that each recompute it, the product once per column. A cheap value (a ReLU)
+// stays fused, as does an expensive one only a single kernel uses.
+TEST(FrameworkKernelCount, AnExpensiveValueTwoKernelsUseIsRealizedOnce) {
+  const Tensor x = filled({8, 5}, 0), d = filled({8, 5}, 1).abs() + 1.0f, w = filled({5, 6}, 2);
+  const Tensor g = (x.exp() / d) / (d + 1.0f);  // exp and two divisions
+  const Tensor prod = g.matmul(w), col = g.sum(0);
+  const uint64_t before = framework_counters().kernels;
+  Tensor::realize({prod, col});
+  EXPECT_EQ(framework_counters().kernels - before, 3u);
+  const std::vector<float> xv = x.data<float>(), dv = d.data<float>(), wv = w.data<float>();
+  const std::vector<float> pv = prod.data<float>(), cv = col.data<float>();
+  for (size_t i = 0; i < 8; ++i)
+    for (size_t j = 0; j < 6; ++j) {
+      double want = 0;
+      for (size_t k = 0; k < 5; ++k)
+        want += std::exp(double(xv[i * 5 + k])) / dv[i * 5 + k] / (dv[i * 5 + k] + 1.0) * wv[k * 6 + j];
+      EXPECT_NEAR(pv[i * 6 + j], want, 1e-4 * (1 + std::abs(want))) << i << ", " << j;
+    }
+  for (size_t k = 0; k < 5; ++k) {
+    double want = 0;
+    for (size_t i = 0; i < 8; ++i) want += std::exp(double(xv[i * 5 + k])) / dv[i * 5 + k] / (dv[i * 5 + k] + 1.0);
+    EXPECT_NEAR(cv[k], want, 1e-4 * (1 + std::abs(want))) << k;
+  }
+  // A ReLU is cheap: fused into both.
+  const Tensor r = x.relu();
+  const uint64_t before_cheap = framework_counters().kernels;
+  Tensor::realize({r.matmul(w), r.sum(0)});
+  EXPECT_EQ(framework_counters().kernels - before_cheap, 2u);
+  // One user only: fused.
+  EXPECT_EQ(kernels_for(g.matmul(filled({5, 6}, 3))), 1u);
+}
+
 TEST(FrameworkKernelCount, AgreeingUsesFuseDisagreeingUsesRealize) {
   Tensor x = filled({5, 6}, 0);
   Tensor s = x.sum(1);

@@ -1,7 +1,8 @@
 // Register tiles for matmul-shaped reduces on the CPU device (render_c.cpp, choose_tile): which kernels get them and
 // in what shape (rendered directly, asserted exactly), and that the tiled kernels compute what a double loop does,
 // for the shapes that take each path: exact tiles, several workers, a strided right operand gathered into the
-// packed panel, a batch axis outside the tile, an epilogue, one-element reduces.
+// packed panel, a batch axis outside the tile, an epilogue, one-element reduces; dot tiles (both operands contiguous
+// in k) and column sums on lanes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,10 +54,14 @@ TargetFacts cpu_facts(unsigned workers, bool optimize = true, bool avx512 = true
 
 TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   // 48 rows, 128 columns: 6 rows by 4 vectors (24 accumulators), the panel packed (4 row steps per worker).
-  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
-  EXPECT_EQ(mm.name, "r_48_128_37_up6x64");
+  const RenderedKernel mm = render_c(matmul_kernel(48, 173, 128), cpu_facts(2));
+  EXPECT_EQ(mm.name, "r_48_128_173_up6x64");
   EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,64) PACK(1)");
   EXPECT_EQ(mm.global, (std::array<uint32_t, 3>{2, 1, 1}));
+  // Under 2^20 iterations (kSplitWork) a kernel stays on one worker: waking another costs more than it saves.
+  const RenderedKernel one = render_c(matmul_kernel(48, 37, 128), cpu_facts(2));
+  EXPECT_EQ(one.opts, "UPCAST(0,6) UPCAST(1,64) PACK(1)");
+  EXPECT_EQ(one.global, (std::array<uint32_t, 3>{1, 1, 1}));
   EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type(16)));"), std::string::npos)
       << mm.source;
 
@@ -66,13 +71,13 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   EXPECT_EQ(small.source.find("pk"), std::string::npos) << small.source;
 
   // B read across its rows (b[j, k]): its lanes are gathered into the panel.
-  const RenderedKernel t = render_c(matmul_kernel(24, 53, 96, true), cpu_facts(2));
+  const RenderedKernel t = render_c(matmul_kernel(24, 457, 96, true), cpu_facts(2));
   EXPECT_EQ(t.opts, "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)") << t.source;
   EXPECT_NE(t.source.find("[tk][tw][tv] = (b2["), std::string::npos) << t.source;
 
   // 24 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
-  const RenderedKernel swapped = render_c(matmul_kernel(48, 37, 24), cpu_facts(2));
-  EXPECT_EQ(swapped.name, "r_48_24_37_up12x16");
+  const RenderedKernel swapped = render_c(matmul_kernel(48, 911, 24), cpu_facts(2));
+  EXPECT_EQ(swapped.name, "r_48_24_911_up12x16");
   EXPECT_EQ(swapped.opts, "THREAD(1,2) UPCAST(1,12) UPCAST(0,16) PACK(0)");
   // Neither side divisible, and no optimisation at all: the plain loops.
   EXPECT_EQ(render_c(matmul_kernel(7, 37, 10), cpu_facts(2)).name, "r_7_10_37");
@@ -81,11 +86,31 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   EXPECT_EQ(noopt.opts, "");
 }
 
+// Both operands read k contiguously (x . W^T, nn.Linear's forward) and V divides K: a dot tile, R rows by C columns
+// of dot products advancing V floats of k at a time, no packed panel; the shape is the best-ranked R x C that divides
+// the output and fits the registers (R*C accumulators, R vectors of A, one of B).
+TEST(FrameworkRegisterTile, DotTilesWhenBothOperandsReadKContiguously) {
+  const RenderedKernel mm = render_c(matmul_kernel(128, 784, 128, true), cpu_facts(2));
+  EXPECT_EQ(mm.name, "r_128_128_784_up4x4");
+  EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,4) UPCAST(1,4) DOT(16)");
+  EXPECT_EQ(mm.source.find("pk"), std::string::npos) << mm.source;
+  EXPECT_NE(mm.source.find("tk += 16"), std::string::npos) << mm.source;
+  // 10 columns: 4 x 5 (20 accumulators).
+  EXPECT_EQ(render_c(matmul_kernel(128, 1024, 10, true), cpu_facts(2)).opts,
+            "THREAD(0,2) UPCAST(0,4) UPCAST(1,5) DOT(16)");
+  // AVX2: 8 floats of k per step, 16 registers: 2 x 4.
+  const RenderedKernel avx2 = render_c(matmul_kernel(128, 784, 128, true), cpu_facts(2, true, false));
+  EXPECT_EQ(avx2.opts, "THREAD(0,2) UPCAST(0,2) UPCAST(1,4) DOT(8)");
+  // A K that no vector divides keeps the gathered panel.
+  EXPECT_EQ(render_c(matmul_kernel(24, 457, 96, true), cpu_facts(2)).opts,
+            "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)");
+}
+
 // With AVX2 only (or AVX-512 masked off by HCQ_CPU_FEATURES): 8-float vectors and half the registers, so at most 12
 // accumulators; without AVX2, no tiles.
 TEST(FrameworkRegisterTile, Avx2TilesAreSmaller) {
-  const RenderedKernel mm = render_c(matmul_kernel(48, 37, 128), cpu_facts(2, true, false));
-  EXPECT_EQ(mm.name, "r_48_128_37_up6x16");
+  const RenderedKernel mm = render_c(matmul_kernel(48, 173, 128), cpu_facts(2, true, false));
+  EXPECT_EQ(mm.name, "r_48_128_173_up6x16");
   EXPECT_EQ(mm.opts, "THREAD(0,2) UPCAST(0,6) UPCAST(1,16) PACK(1)");
   EXPECT_NE(mm.source.find("typedef float hcq_vf __attribute__((ext_vector_type(8)));"), std::string::npos)
       << mm.source;
@@ -133,17 +158,83 @@ class FrameworkRegisterTileValues : public ::testing::TestWithParam<bool> {
   }
 };
 
-TEST_P(FrameworkRegisterTileValues, ExactTilesOverTwoWorkers) { check(1, 96, 64, 128, false); }
+TEST_P(FrameworkRegisterTileValues, ExactTilesOverTwoWorkers) { check(1, 96, 128, 128, false); }
 TEST_P(FrameworkRegisterTileValues, PrimeReduceAndOneElementReduce) {
   check(1, 48, 37, 128, false);
   check(1, 16, 1, 64, false);
 }
 TEST_P(FrameworkRegisterTileValues, StridedRightOperandIsGathered) { check(1, 24, 53, 96, true); }
-TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) { check(3, 12, 17, 32, false); }
+TEST_P(FrameworkRegisterTileValues, BatchAxisOutsideTheTile) {
+  check(3, 12, 17, 32, false);
+  check(4, 64, 128, 64, false);  // 2^21 iterations: the batch is split over two workers
+}
 TEST_P(FrameworkRegisterTileValues, OperandsSwapRolesForNarrowColumns) { check(1, 48, 37, 24, false); }
 TEST_P(FrameworkRegisterTileValues, TheMlpShapes) {
   check(1, 128, 784, 128, false);
   check(1, 128, 128, 784, true);  // the first layer's input gradient: g @ W^T
+}
+
+// Dot tiles (both operands contiguous in k): exact shapes, 5 columns per step with a bias and ReLU epilogue on 5
+// lanes, a batch axis outside the tile, one vector of k, several workers.
+TEST_P(FrameworkRegisterTileValues, DotTileForOperandsContiguousInK) {
+  check(1, 64, 48, 40, true);
+  check(1, 128, 128, 10, true);
+  check(2, 8, 32, 12, true);
+  check(1, 8, 16, 8, true);
+  check(1, 128, 1024, 10, true);  // over two workers
+}
+
+// An operand that is an expression computed a vector at a time: a hidden layer's bias and ReLU (and a negation and
+// a max) in the next layer's product, as a dot tile's A (both contiguous in k) and as a broadcast tile's
+// panel (contiguous in the columns). Inputs include NaNs: the vector max and select keep the scalar rules (NaN wins
+// in max; a comparison with NaN is false).
+TEST_P(FrameworkRegisterTileValues, VectorExpressionOperands) {
+  const int64_t B = 16, K = 32, N = 10;
+  std::vector<float> hv = values(B * K, 1.0f, 11);
+  hv[5] = std::nanf("");
+  hv[40] = std::nanf("");
+  const std::vector<float> cv = values(K, 0.5f, 12), wv = values(N * K, 0.5f, 13), gv = values(B * N, 1.0f, 14);
+  const Tensor h(hv, {B, K}), bias(cv, {K}), w(wv, {N, K}), g(gv, {B, N});
+  // relu(h + bias) as (0 < x) ? x : 0, and max(-(h + bias), -0.25) as MAX: both through a dot tile (N = 10 columns).
+  const Tensor act = ((h + bias).relu() + (-(h + bias)).maximum(-0.25f)) * 0.5f;
+  const std::vector<float> got = act.matmul(w.transpose()).data<float>();
+  // act^T @ g: act, contiguous in its 32 columns, is the broadcast tile's panel operand, one vector per k.
+  const std::vector<float> gw = act.transpose().matmul(g).data<float>();
+  auto act_at = [&](int64_t b, int64_t k) {
+    const double x = double(hv[static_cast<size_t>(b * K + k)]) + cv[static_cast<size_t>(k)];
+    if (std::isnan(x)) return x;
+    return (std::max(x, 0.0) + std::max(-x, -0.25)) * 0.5;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += act_at(b, k) * wv[static_cast<size_t>(n * K + k)];
+      const float v = got[static_cast<size_t>(b * N + n)];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << b << ", " << n;
+      else ASSERT_NEAR(v, want, 1e-4 * (1 + std::abs(want))) << b << ", " << n;
+    }
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = 0;
+      for (int64_t b = 0; b < B; ++b) want += act_at(b, k) * gv[static_cast<size_t>(b * N + n)];
+      const float v = gw[static_cast<size_t>(k * N + n)];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(v)) << k << ", " << n;
+      else ASSERT_NEAR(v, want, 1e-4 * (1 + std::abs(want))) << k << ", " << n;
+    }
+}
+
+// A bias's gradient: a column sum of a masked gradient, every lane read contiguously (16 column sums at once).
+TEST_P(FrameworkRegisterTileValues, ColumnSumOfAMaskedGradient) {
+  const int64_t B = 37, O = 48;
+  const std::vector<float> gv = values(B * O, 0.5f, 9), hv = values(B * O, 1.0f, 10);
+  const std::vector<float> got = (Tensor(hv, {B, O}) > 0.0f).where(Tensor(gv, {B, O}), 0.0f).sum(0).data<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(O));
+  for (int64_t o = 0; o < O; ++o) {
+    double want = 0;
+    for (int64_t b = 0; b < B; ++b)
+      if (hv[static_cast<size_t>(b * O + o)] > 0) want += gv[static_cast<size_t>(b * O + o)];
+    ASSERT_NEAR(got[static_cast<size_t>(o)], want, 1e-5) << o;
+  }
 }
 
 // A ReLU layer's weight gradient: x^T @ (g where h > 0), the mask fused into the reduce; the masked operand is

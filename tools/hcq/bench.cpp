@@ -47,6 +47,7 @@ namespace {
 
 constexpr const char* kBenchHelp =
     "usage: hcq bench [--device D] [--json] [--quick]\n"
+    "       hcq bench --step-kernels N --device D\n"
     "\n"
     "Measures, on every device that opens (or only on D):\n"
     "  launch_us    empty kernel, eager launch to completion seen by the host: median and p99\n"
@@ -102,6 +103,9 @@ constexpr const char* kBenchHelp =
     "               sum on 4M, its matmul keys at smaller products (\"matmul_shapes\" says which)\n"
     "  --compile-probe NONCE N   (with --device; what compile_ms.cached runs in a new process) realize the N\n"
     "               probe kernels of NONCE once and print \"compile_probe_ms <ms>\"\n"
+    "  --step-kernels N   (with --device) where train.mlp_step_ms goes: N eager steps of the same MLP step, each\n"
+    "               kernel run alone, waited for and timed; a table of the median per kernel (name, opts,\n"
+    "               workgroups, us, GFLOP/s, GB/s), their sum, and the jitted step's median over N replays\n"
     "\n"
     "exit status: 0 all measured, 1 some device or measurement failed (the others are still reported),\n"
     "2 bad command line.\n";
@@ -730,6 +734,7 @@ int run_bench(std::span<const std::string_view> args) {
   bool json = false, quick = false;
   std::optional<std::string> only_device;
   std::optional<std::pair<uint64_t, int>> compile_probe;  // nonce, kernels
+  std::optional<int> step_kernels;                        // eager steps to time kernel by kernel
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
     if (a == "--json") {
@@ -752,6 +757,13 @@ int run_bench(std::span<const std::string_view> args) {
       if (!nonce_ok || kernels.empty() || *end != '\0' || kv < 1 || kv > 1000)
         return usage_error("bench: --compile-probe takes a number and a kernel count of 1 to 1000", "bench");
       compile_probe = std::make_pair(nv, static_cast<int>(kv));
+    } else if (a == "--step-kernels") {
+      const std::string n = i + 1 < args.size() ? std::string(args[++i]) : std::string();
+      char* end = nullptr;
+      const long v = std::strtol(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v < 1 || v > 100000)
+        return usage_error("bench: --step-kernels takes a step count of 1 to 100000", "bench");
+      step_kernels = static_cast<int>(v);
     } else if (a == "--help" || a == "-h") {
       std::fputs(kBenchHelp, stdout);
       return kExitOk;
@@ -760,6 +772,21 @@ int run_bench(std::span<const std::string_view> args) {
     }
   }
   const Config cfg = quick ? Config::quick() : Config{};
+  if (step_kernels) {
+    if (!only_device) return usage_error("bench: --step-kernels needs --device", "bench");
+#if HCQ_TOOL_FRAMEWORK
+    try {
+      print_step_kernels(open_device(*only_device), *step_kernels);
+      return kExitOk;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hcq bench --step-kernels: %s\n", e.what());
+      return kExitFailure;
+    }
+#else
+    std::fprintf(stderr, "hcq bench --step-kernels: this hcq is built without the framework\n");
+    return kExitFailure;
+#endif
+  }
   if (compile_probe) {
     if (!only_device) return usage_error("bench: --compile-probe needs --device", "bench");
 #if HCQ_TOOL_FRAMEWORK

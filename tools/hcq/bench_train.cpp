@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "framework/engine/realize.hpp"
@@ -116,7 +117,58 @@ std::pair<double, double> measure_schedule(Device& dev, int reps) {
   return {median(miss), median(hit)};
 }
 
+// Times the step's kernels one by one (fw::KernelTimer) over eager steps of the same net and batch.
+struct StepTimer : fw::KernelTimer {
+  std::vector<fw::KernelTime> kernels;  // this step's, in order
+  void kernel(const fw::KernelTime& t) override { kernels.push_back(t); }
+};
+
 }  // namespace
+
+void print_step_kernels(Device& dev, int steps) {
+  Net net({784, 128, 10}, dev.name());
+  optim::Adam opt(net.parameters(), 1e-3);
+  const auto [x, y] = synthetic_batch(128, dev.name());
+  auto eager_step = [&] {
+    opt.zero_grad();
+    Tensor loss = nn::cross_entropy(net.forward(x), y);
+    loss.backward();
+    opt.step({loss});
+    return loss.item();
+  };
+  eager_step();  // compiles
+  std::vector<std::vector<fw::KernelTime>> runs;
+  for (int k = 0; k < steps; ++k) {
+    StepTimer timer;
+    fw::KernelTimer* const previous = fw::set_kernel_timer(&timer);
+    try {
+      eager_step();
+    } catch (...) {
+      fw::set_kernel_timer(previous);
+      throw;
+    }
+    fw::set_kernel_timer(previous);
+    if (!runs.empty() && timer.kernels.size() != runs[0].size())
+      throw Error(cat("an eager step ran ", timer.kernels.size(), " kernels, the first ", runs[0].size()));
+    runs.push_back(std::move(timer.kernels));
+  }
+  if (runs.empty()) return;
+  std::printf("%-3s %-26s %-44s %6s %10s %9s %8s\n", "#", "kernel", "opts", "groups", "median us", "GFLOP/s", "GB/s");
+  double total_us = 0, total_flops = 0;
+  for (size_t k = 0; k < runs[0].size(); ++k) {
+    std::vector<double> us;
+    for (const auto& run : runs) us.push_back(run[k].seconds * 1e6);
+    const fw::KernelTime& t = runs[0][k];
+    const double m = median(us);
+    total_us += m;
+    total_flops += t.flops;
+    std::printf("%-3zu %-26s %-44s %6u %10.2f %9.2f %8.2f\n", k, t.name.c_str(), t.opts.c_str(), t.groups, m,
+                m > 0 ? t.flops / m / 1e3 : 0.0, m > 0 ? t.bytes / m / 1e3 : 0.0);
+  }
+  std::printf("%zu kernels, sum of medians %.2f us, %.2f MFLOP (%.2f GFLOP/s); jitted step median %.3f ms\n",
+              runs[0].size(), total_us, total_flops / 1e6, total_us > 0 ? total_flops / total_us / 1e3 : 0.0,
+              measure_step(dev, steps));
+}
 
 TrainBenchResult measure_train(Device& dev, int steps, int schedule_reps) {
   TrainBenchResult r;

@@ -21,4 +21,9 @@ struct TrainBenchResult {
 // steps: timed jitted steps; schedule_reps: miss/hit pairs. Throws on a failed measurement.
 TrainBenchResult measure_train(Device& dev, int steps, int schedule_reps);
 
+// `hcq bench --step-kernels`: the MLP step's kernels, each run alone, waited for and timed over `steps` eager steps
+// (the kernels the jitted step replays; fw::KernelTimer), as a table of medians per kernel (name, opts, workgroups,
+// microseconds, GFLOP/s, GB/s), then the sum and the jitted step's median.
+void print_step_kernels(Device& dev, int steps);
+
 }  // namespace hcq::tool
