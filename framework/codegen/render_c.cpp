@@ -457,6 +457,9 @@ class CRenderer {
     bool gather = false;  // B does not read j contiguously: the packing gathers it lane by lane
     bool dot = false;     // a dot tile (choose_dot_tile): `vectors` is then the number of columns, not of vectors
     bool vec_b = false;   // a gathered B that is computed a vector at a time instead (vectorizable along j)
+    // A gathered panel too large for the stack is packed a block at a time: this many iterations of the outermost
+    // reduce range per block (0: the whole K at once), with every row's sums kept in an array between blocks.
+    int64_t k_block = 0;
   };
 
   // Whether a float32 value can be computed for V consecutive values of range r at once, as one clang vector: its
@@ -663,6 +666,10 @@ class CRenderer {
   }
 
   // R rows by W vectors: the best-ranked shape (tile_rank) that divides the output exactly and fits the registers.
+  // The stack a tile's kernel may take (the CPU device's workers run kernels on their own threads' stacks): the
+  // packed panel of B, and a blocked panel's row sums.
+  static constexpr int64_t kMaxPanelBytes = 512 * 1024, kMaxRowSumsBytes = 256 * 1024;
+
   bool pick_tile_shape(Tile& t) const {
     // The CPU device's features (HCQ_CPU_FEATURES can mask them): AVX-512's 16-float vectors, AVX2's 8, else none.
     const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
@@ -698,9 +705,19 @@ class CRenderer {
       // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack. A gathered
       // panel costs a scalar load per element: only worth it when at least 4 rows use it.
       const int64_t rows_per_worker = tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
-      const bool fits = K * s.vectors * t.width * 4 <= 512 * 1024;
+      const int64_t panel_bytes_per_k = s.vectors * t.width * 4;
+      const bool fits = K * panel_bytes_per_k <= kMaxPanelBytes;
       if (t.gather && rows_per_worker < 4) return false;
-      if (t.gather && !fits) continue;  // a strided B is only read through the panel: a narrower one may fit
+      t.k_block = 0;
+      if (t.gather && !fits) {
+        // A strided B is only read through the panel: pack it in blocks of the outermost reduce range (a weight
+        // gradient's batch), each fitting the stack, if every row's sums fit beside it; else a narrower one may fit.
+        const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
+        int64_t block = kMaxPanelBytes / (per_outer * panel_bytes_per_k);
+        while (block > 0 && outer % block != 0) --block;
+        if (block == 0 || M * s.vectors * t.width * 4 > kMaxRowSumsBytes) continue;
+        t.k_block = block;
+      }
       t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
       return true;
     }
@@ -744,14 +761,23 @@ class CRenderer {
     const int64_t N = t.j->i[1], R = t.rows, W = t.vectors, V = t.width;
     // The reduce ranges: one loop variable each (tk alone, or tk0, tk1, ...), nested outermost first; the panel is
     // indexed by their flat position.
+    // Blocked (Tile::k_block): the outermost one runs over this block, [tkb, tkb + k_block), and the panel holds
+    // the block.
+    const bool blocked = t.k_block > 0;
     std::string k_loops, k_flat;
     std::unordered_map<const NodeData*, std::string> k_at;
     for (size_t n = 0; n < t.ks.size(); ++n) {
       const std::string v = t.ks.size() == 1 ? std::string("tk") : tag("tk", static_cast<int64_t>(n));
-      k_loops += "for (int64_t " + v + " = 0; " + v + tag(" < ", t.ks[n]->i[1]) + "; ++" + v + ") ";
-      k_flat = k_flat.empty() ? v : "(" + k_flat + tag(") * ", t.ks[n]->i[1]) + " + " + v;
+      const bool outer_block = blocked && n == 0;
+      const int64_t extent = outer_block ? t.k_block : t.ks[n]->i[1];
+      k_loops += "for (int64_t " + v +
+                 (outer_block ? " = tkb; " + v + tag(" < tkb + ", extent) : " = 0; " + v + tag(" < ", extent)) +
+                 "; ++" + v + ") ";
+      const std::string pos = outer_block ? "(" + v + " - tkb)" : v;
+      k_flat = k_flat.empty() ? pos : "(" + k_flat + tag(") * ", extent) + " + " + pos;
       k_at[t.ks[n]] = v;
     }
+    if (blocked) K = K / t.ks[0]->i[1] * t.k_block;  // the panel's rows
     auto at = [&](const NodeData* r, const std::string& v) {
       std::unordered_map<const NodeData*, std::string> m = k_at;
       m[r] = v;
@@ -782,6 +808,13 @@ class CRenderer {
     if (t.dot) return render_dot_tile(cur, bounds(t.i), k_at, unroll);
     const std::string rj = names_.at(t.j);
     const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
+    // Blocked: every row's sums (of this worker's rows) between blocks, then the block loop.
+    const std::string row_sums = blocked ? tag("tall", next_var_++) : std::string();
+    Scope* column_scope = cur;
+    if (blocked) {
+      cur->lines.push_back("float " + row_sums + tag("[", t.i->i[1]) + tag("][", W * V) + "];");
+      cur = open_scope(cur, tag("for (int64_t tkb = 0; tkb < ", t.ks[0]->i[1]) + tag("; tkb += ", t.k_block) + ") {");
+    }
     std::string panel;
     if (t.pack) {
       panel = tag("pk", next_var_++);
@@ -806,11 +839,15 @@ class CRenderer {
     names_[t.i] = ri;
     range_scope_[t.i] = rows;
     const std::string acc = tag("tacc", next_var_++), tile = tag("tile", next_var_++);
-    rows->lines.push_back(std::string("float ") + tile + tag("[", R) + tag("][", W * V) + "];");
+    if (!blocked) rows->lines.push_back(std::string("float ") + tile + tag("[", R) + tag("][", W * V) + "];");
     rows->lines.push_back("{");
     rows->lines.push_back(std::string("  hcq_vf ") + acc + tag("[", R) + tag("][", W) + "];");
-    rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
-                          tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc + "[tu][tw] = 0.0f;");
+    // Blocked: a row's sums start from the earlier blocks' (zero in the first).
+    const std::string saved = row_sums + "[" + ri + " + tu]" + tag("[tw * ", V) + "]";
+    rows->lines.push_back(
+        "  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
+        tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) " + acc + "[tu][tw] = " +
+        (blocked ? "tkb == 0 ? (hcq_vf)0.0f : (hcq_vf)*(const hcq_vfu*)&" + saved : std::string("0.0f")) + ";");
     rows->lines.push_back("  " + k_loops + "{");
     rows->lines.push_back(tag("    hcq_vf bv[", W) + "];");
     const std::string bload = t.pack
@@ -825,13 +862,22 @@ class CRenderer {
     rows->lines.push_back("    }");
     rows->lines.push_back("  }");
     rows->lines.push_back("  " + unroll + tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) " + unroll +
-                          tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) *(hcq_vfu*)&" + tile + tag("[tu][tw * ", V) +
-                          "] = " + acc + "[tu][tw];");
+                          tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) *(hcq_vfu*)&" +
+                          (blocked ? saved : tile + tag("[tu][tw * ", V) + "]") + " = " + acc + "[tu][tw];");
     rows->lines.push_back("}");
+    if (blocked) {
+      // After the last block, the rows again: each one's sums are complete.
+      close(rows);
+      close(cur);
+      rows = open_scope(column_scope, "for (int64_t " + ri + " = " + from + "; " + ri + " < " + to + "; " + ri +
+                                          tag(" += ", R) + ") {");
+      range_scope_[t.i] = rows;
+    }
     // The epilogue, per row of the tile: the reduce's value is the row's sums, lane u of NW.
     Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
     const std::string sums = tag("trow", next_var_++);
-    epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
+    epilogue->lines.push_back("const float* " + sums + " = " +
+                              (blocked ? row_sums + "[" + ri + " + tu]" : tile + "[tu]") + ";");
     names_[t.i] = row;
     range_scope_[t.i] = epilogue;
     names_[t.reduce] = sums;

@@ -1,6 +1,8 @@
 // The framework's errors: each typed, each message with its context, asserted exactly.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "framework/codegen/target.hpp"
 #include "framework/engine/compile.hpp"
 #include "hcq/device.hpp"
@@ -74,6 +76,11 @@ TEST(FrameworkErrors, OutOfMemoryNamesDeviceSizeAndBytesInUse) {
 // A device fault is sticky: reading a tensor of that device rethrows it (with the device's own context) instead of
 // returning whatever is in memory. CPU:7, a device no other test uses, so theirs stay healthy.
 TEST(FrameworkErrors, ReadingATensorOfAFaultedDeviceRethrowsTheFault) {
+  // A process writes at most HCQ_BUNDLE_MAX (16) bundles: faults of the tests before this one may have used them.
+  struct BundleQuota {
+    BundleQuota() { ::setenv("HCQ_BUNDLE_MAX", "1000000", 1); }
+    ~BundleQuota() { ::unsetenv("HCQ_BUNDLE_MAX"); }
+  } quota;
   Tensor t = (Tensor::arange(8, 16, 1, "CPU:7") * 2).realize();
   EXPECT_EQ(t.data<int32_t>()[0], 16);
   open_device("CPU:7").record_error(std::make_exception_ptr(DeviceFault("CPU:7: kernel E_8 faulted (test)")));

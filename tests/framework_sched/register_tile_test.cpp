@@ -19,8 +19,9 @@
 namespace hcq::fw {
 namespace {
 
-// out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`), built as the lowering would.
-Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false) {
+// out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`, a[k, i] when `a_transposed`), built as
+// the lowering would.
+Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false, bool a_transposed = false) {
   const Node out = make_node(Op::PARAM, DType::float32, {}, {0, M * N});
   const Node a = make_node(Op::PARAM, DType::float32, {}, {1, M * K});
   const Node b = make_node(Op::PARAM, DType::float32, {}, {2, K * N});
@@ -29,7 +30,7 @@ Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false) {
   const Node k = make_node(Op::RANGE, kIndex, {}, {2, K, 1});
   auto mul = [](const Node& x, int64_t c) { return make_node(Op::MUL, kIndex, {x, const_node(kIndex, c)}); };
   auto add = [](const Node& x, const Node& y) { return make_node(Op::ADD, kIndex, {x, y}); };
-  const Node a_idx = add(mul(i, K), k);
+  const Node a_idx = a_transposed ? add(mul(k, M), i) : add(mul(i, K), k);
   const Node b_idx = b_transposed ? add(mul(j, K), k) : add(mul(k, N), j);
   const Node product =
       make_node(Op::MUL, DType::float32,
@@ -74,6 +75,13 @@ TEST(FrameworkRegisterTile, ShapeAndOptsFollowTheOutput) {
   const RenderedKernel t = render_c(matmul_kernel(24, 457, 96, true), cpu_facts(2));
   EXPECT_EQ(t.opts, "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)") << t.source;
   EXPECT_NE(t.source.find("[tk][tw][tv] = (b2["), std::string::npos) << t.source;
+
+  // A gathered panel over K = 8192 (1 MiB) does not fit the stack: it is packed 4096 k at a time, each row's sums
+  // kept between the blocks (a read across k's rows, so no dot tile).
+  const RenderedKernel blocked = render_c(matmul_kernel(24, 8192, 96, true, true), cpu_facts(2));
+  EXPECT_EQ(blocked.opts, "THREAD(0,2) UPCAST(0,12) UPCAST(1,32) PACK(1)") << blocked.source;
+  EXPECT_NE(blocked.source.find("for (int64_t tkb = 0; tkb < 8192; tkb += 4096) {"), std::string::npos)
+      << blocked.source;
 
   // 24 columns, which no vector divides: the operands swap roles (a's rows become the tile's gathered columns).
   const RenderedKernel swapped = render_c(matmul_kernel(48, 911, 24), cpu_facts(2));
@@ -274,6 +282,33 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionReducesOverThreeRanges) {
                         wv[static_cast<size_t>(((o * C + c) * KH + ky) * KW + kx)];
           ASSERT_NEAR(got[static_cast<size_t>(((b * O + o) * OH + y) * OW + x)], want, 1e-4)
               << b << ", " << o << ", " << y << ", " << x;
+        }
+}
+
+// A convolution's weight gradient: the output gradient times the input windows, summed over batch, rows and
+// columns (K = 40 * 16 * 16); the input is read across channels (gathered), and its panel is packed in blocks of
+// the batch.
+TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
+  const int64_t B = 40, C = 16, H = 18, Wd = 18, O = 16, KH = 3, KW = 3, OH = H - KH + 1, OW = Wd - KW + 1;
+  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 9), wv = values(O * C * KH * KW, 0.5f, 10),
+                           gv = values(B * O * OH * OW, 1.0f, 11);
+  Tensor w(wv, {O, C, KH, KW});
+  w.requires_grad_();
+  (nn::conv2d(Tensor(xv, {B, C, H, Wd}), w) * Tensor(gv, {B, O, OH, OW})).sum().backward();
+  const std::vector<float> got = w.grad().data<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(O * C * KH * KW));
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < KH; ++ky)
+        for (int64_t kx = 0; kx < KW; ++kx) {
+          double want = 0;
+          for (int64_t b = 0; b < B; ++b)
+            for (int64_t y = 0; y < OH; ++y)
+              for (int64_t x = 0; x < OW; ++x)
+                want += double(gv[static_cast<size_t>(((b * O + o) * OH + y) * OW + x)]) *
+                        xv[static_cast<size_t>(((b * C + c) * H + y + ky) * Wd + x + kx)];
+          ASSERT_NEAR(got[static_cast<size_t>(((o * C + c) * KH + ky) * KW + kx)], want, 1e-3 * (1 + std::abs(want)))
+              << o << ", " << c << ", " << ky << ", " << kx;
         }
 }
 
