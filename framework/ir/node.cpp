@@ -104,20 +104,24 @@ NodeData::~NodeData() {
 Node make_node(Op op, DType dtype, std::vector<Node> src, std::vector<int64_t> i, double f, std::string s,
                std::shared_ptr<Buffer> payload) {
   const size_t h = structural_hash(op, dtype, src, i, f, s);
-  if (op == Op::BUFFER) {
-    // A BUFFER's id is new whenever one is made (engine/realize.cpp: new_buffer_node, alias_buffer_node), so no live
-    // node can equal it: it skips the table, whose lock and bookkeeping were most of the cost of a TinyJit replay's
-    // fresh outputs on the simulated GPUs.
+  auto build = [&] {
     auto n = std::make_shared<NodeData>();
     n->op = op;
     n->dtype = dtype;
+    n->src = std::move(src);
     n->i = std::move(i);
+    n->f = f;
     n->s = std::move(s);
     n->hash = h;
     n->payload = std::move(payload);
     n->shape = shape_of(*n);
+    compute_bounds(*n);
     return n;
-  }
+  };
+  // A BUFFER's id is new whenever one is made (engine/realize.cpp: new_buffer_node, alias_buffer_node), so no live
+  // node can equal it: it skips the table, whose lock and bookkeeping were most of the cost of a TinyJit replay's
+  // fresh outputs on the simulated GPUs.
+  if (op == Op::BUFFER) return build();
   InternTable& t = table();
   {
     std::lock_guard lock(t.mu);
@@ -127,17 +131,7 @@ Node make_node(Op op, DType dtype, std::vector<Node> src, std::vector<int64_t> i
       if (live && same_structure(*live, op, dtype, src, i, f, s)) return live;
     }
   }
-  auto n = std::make_shared<NodeData>();
-  n->op = op;
-  n->dtype = dtype;
-  n->src = std::move(src);
-  n->i = std::move(i);
-  n->f = f;
-  n->s = std::move(s);
-  n->hash = h;
-  n->payload = std::move(payload);
-  n->shape = shape_of(*n);
-  compute_bounds(*n);
+  std::shared_ptr<NodeData> n = build();
   std::lock_guard lock(t.mu);
   // Another thread may have made the same node meanwhile: the first one in the table wins.
   auto [lo, hi] = t.nodes.equal_range(h);
