@@ -257,12 +257,16 @@ if [[ $quick -eq 0 ]]; then
   # measured under load) and its run time is what -O1 is for: ThreadSanitizer's documentation asks for -O1 or more
   # for reasonable speed, and the TSan run executes every test.
   sanitizer_build=(-Ddebug=true -Db_ndebug=false -Db_lundef=false -Dbenchmarks=disabled)
-  # The sanitizer runs execute hcq-tests alone, so they build it and the programs its tests start (the child that
-  # exits with work in flight, hcq-dump with its trace shim, the trace probe), not the `hcq` tool, the other test
+  # The sanitizer runs execute hcq-tests alone, so they build it and the programs and libraries its tests start or
+  # load (the child that exits with work in flight, hcq-dump with its trace shim, the trace probe, the fake CUDA
+  # drivers the CUDA adapter's tests dlopen), not the `hcq` tool, the other test
   # programs or the headers' self-containment library, which the release build covers: 150 - 200 s of CPU less per
   # build, by the ninja logs. (A clean ASan build of just these ran every test: 2317 passed.)
   build_targets=(tests/hcq-tests tests/conformance/hcq-exit-child tools/hcq-dump/hcq-dump tests/dump/trace-probe
     drivers/trace/libhcq-trace.so)
+  for fake in old_driver partial_driver no_device host_gpu; do
+    build_targets+=("tests/fake_libcuda/libfake_cuda_$fake.so")
+  done
   # Every test, the NVIDIA backend over SIM-NV included: an ASan build puts the unified VA in ASan's shadow gap below
   # 2^40, where NVIDIA's 40-bit command-stream addresses reach it, with protect_shadow_gap=0 as its built-in default
   # (hcq/va_layout.hpp, docs/testing.md).
