@@ -86,13 +86,17 @@ std::vector<Tensor> allreduce(const std::vector<Tensor>& per_device, ReduceOp op
   if (per_device.size() == 1) return per_device;
   check_devices_reach(devices);
   const uint64_t bytes = static_cast<uint64_t>(first.numel()) * dtype_size(first.dtype());
-  // A ring needs a chunk per device; below the threshold its 2(N-1) dependent steps cost more than they save.
+  // A ring needs a chunk per device. Over two devices it moves the same bytes into each device as the direct one
+  // (the whole tensor) in two dependent steps, plus a kernel that gathers each sent chunk and one that joins the
+  // chunks: measured slower (hcq bench framework.multi). From three devices up the direct one moves N-1 tensors
+  // into each device against the ring's 2(N-1)/N, and below the threshold the ring's 2(N-1) steps cost more than
+  // the bytes they save.
   const bool can_ring = first.numel() >= static_cast<int64_t>(per_device.size());
   if (algo == AllreduceAlgo::ring && !can_ring)
     throw ShapeError(cat("allreduce: a ring over ", per_device.size(), " devices needs at least as many elements, ",
                          shape_str(first.shape()), " has ", first.numel()));
-  const bool use_ring = algo == AllreduceAlgo::ring ||
-                        (algo == AllreduceAlgo::automatic && can_ring && bytes >= allreduce_ring_threshold());
+  const bool use_ring = algo == AllreduceAlgo::ring || (algo == AllreduceAlgo::automatic && can_ring &&
+                                                        per_device.size() > 2 && bytes >= allreduce_ring_threshold());
   return use_ring ? ring(per_device, op) : direct(per_device, op);
 }
 

@@ -27,8 +27,9 @@ namespace hcq {
 // How allreduce combines the devices' values, element by element.
 enum class ReduceOp : uint8_t { sum, prod, max, min };
 
-// Which algorithm allreduce uses. automatic: direct below allreduce_ring_threshold() bytes (or when a tensor has
-// fewer elements than there are devices), ring above.
+// Which algorithm allreduce uses. automatic: the ring over three or more devices from allreduce_ring_threshold()
+// bytes (when the tensor has at least one element per device), direct otherwise (over two devices both move the
+// whole tensor into each device, and the direct one does it in one step).
 enum class AllreduceAlgo : uint8_t { automatic, direct, ring };
 
 // The element-wise `op` of the tensors (one per device, equal shapes and dtypes), as one tensor per device, each on
