@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework_multi/devices.hpp"
+#include "hcq/jit.hpp"
 #include "hcq/multi.hpp"
 #include "hcq/tensor.hpp"
 
@@ -115,6 +116,35 @@ TEST_P(FrameworkMultiAllreduce, Errors) {
   EXPECT_THROW((void)allreduce({}), InvalidArgument);
   // A ring needs one chunk per device.
   EXPECT_THROW((void)allreduce(inputs(devs, 1), ReduceOp::sum, AllreduceAlgo::ring), ShapeError);
+}
+
+// A TinyJit of a function that allreduces its inputs (on different devices) captures the kernels and the
+// cross-device copies and replays them: each call's inputs give their own sums.
+TEST_P(FrameworkMultiAllreduce, TinyJitReplaysAnAllreduceAcrossDevices) {
+  const std::vector<std::string> devs = devices(static_cast<size_t>(GetParam()));
+  for (AllreduceAlgo algo : {AllreduceAlgo::direct, AllreduceAlgo::ring}) {
+    SCOPED_TRACE(name(algo));
+    TinyJit f([algo](const std::vector<Tensor>& in) { return allreduce(in, ReduceOp::sum, algo); });
+    uint64_t schedules_at_call_2 = 0;
+    for (int call = 0; call < 5; ++call) {
+      const FrameworkCounters c = framework_counters();
+      if (call == 2) schedules_at_call_2 = c.schedule_misses + c.schedule_hits;
+      std::vector<Tensor> in;
+      for (size_t k = 0; k < devs.size(); ++k)
+        in.push_back(Tensor(std::vector<float>(6, static_cast<float>(call * 10 + k)), {6}, devs[k]).realize());
+      const std::vector<Tensor> out = f(in);
+      ASSERT_EQ(out.size(), devs.size());
+      float want = 0;
+      for (size_t k = 0; k < devs.size(); ++k) want += static_cast<float>(call * 10 + k);
+      for (size_t k = 0; k < out.size(); ++k) {
+        EXPECT_EQ(out[k].device(), in[k].device()) << "call " << call;
+        EXPECT_EQ(out[k].data<float>(), std::vector<float>(6, want)) << "call " << call << " on " << devs[k];
+      }
+    }
+    // Calls 2 to 4 replayed: nothing was scheduled (realizing the inputs is a buffer already, no schedule either).
+    const FrameworkCounters c = framework_counters();
+    EXPECT_EQ(c.schedule_misses + c.schedule_hits, schedules_at_call_2);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Framework, FrameworkMultiAllreduce, ::testing::Values(2, 3),
