@@ -39,6 +39,8 @@ class DTypeError : public InvalidArgument {
 
 using Shape = std::vector<int64_t>;
 
+class MultiTensor;  // include/hcq/multi.hpp
+
 namespace fw {
 struct NodeData;
 struct TensorAccess;
@@ -233,6 +235,11 @@ class Tensor {
   // if they were realized into buffers of their own.
   Tensor& assign(const Tensor& o);
   Tensor to(const std::string& device) const;
+  // ---- several devices (include/hcq/multi.hpp): this tensor split along `axis` over `devices`, or copied whole to
+  // each of them. A braced list needs its type spelled (to(std::vector<std::string>{"CPU:0", "CPU:1"})): it would
+  // also match to(const std::string&).
+  MultiTensor shard(const std::vector<std::string>& devices, int axis) const;
+  MultiTensor to(const std::vector<std::string>& devices) const;
   // Realizes and reads back. data<T>() needs T to be this dtype's host type (bool, int8_t, uint8_t, int32_t,
   // uint32_t, int64_t, float16_t, bfloat16_t, float); tolist() converts any dtype to double.
   template <class T>

@@ -28,6 +28,7 @@
 #include "bench_framework.hpp"
 #include "bench_graph.hpp"
 #include "bench_kernels.hpp"
+#include "bench_multi.hpp"
 #include "bench_train.hpp"
 #include "commands.hpp"
 #include "cuda_compare.hpp"
@@ -87,6 +88,11 @@ constexpr const char* kBenchHelp =
     "                                call (a replay) of N independent kernels x + k on 16 floats, N = 1, 10,\n"
     "                                100 (median of 200 each), fitted as fixed_us + N * per_kernel_ns; beside\n"
     "                                it the slope of the same function called eagerly, in the same rounds\n"
+    "               multi            an allreduce (sum) of 64 MiB of floats (16 MiB with --quick) over the\n"
+    "                                device and its peer (CPU:1, SIM-...:1, AMD:1), algorithm automatic:\n"
+    "                                allreduce_gbps (bytes / time), bus_gbps (bytes each device receives per\n"
+    "                                second), beside peer_copy_gbps (one copy of the bytes to the peer) and\n"
+    "                                of_bound (bus / peer copy, target >= 0.8); absent peer: \"unavailable\"\n"
     "               The same on every GPU; a simulated GPU's ewise and sum are on 4M floats, its products at most\n"
     "               128 along each dimension (host twins run its kernels). A build without the framework\n"
     "               reports \"unavailable\" and nulls.\n"
@@ -156,6 +162,8 @@ struct Config {
   FrameworkBenchConfig framework;
   int train_steps = 50;
   int train_schedule_reps = 11;
+  uint64_t multi_bytes = 64ull << 20;  // framework.multi's allreduce (bench_multi.hpp)
+  int multi_runs = 7;
 
   static Config quick() {
     Config c;
@@ -169,6 +177,8 @@ struct Config {
     c.framework = FrameworkBenchConfig::quick();
     c.train_steps = 3;
     c.train_schedule_reps = 1;
+    c.multi_bytes = 16ull << 20;
+    c.multi_runs = 3;
     return c;
   }
 };
@@ -186,6 +196,7 @@ struct DeviceResult {
   std::string cuda_unavailable;                 // why cuda_launch is absent, when that is not an error
   FrameworkBenchResult framework;
   TrainBenchResult train;
+  MultiBenchResult multi;           // framework.multi: an allreduce over the device and its peer
   std::vector<std::string> errors;  // "<measurement>: <message>"
 };
 
@@ -437,6 +448,8 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
   r.framework = measure_framework(*dev, cfg.framework, r.errors);
   if (r.framework.unavailable.empty())
     attempt(r, "train", [&] { r.train = measure_train(*dev, cfg.train_steps, cfg.train_schedule_reps); });
+  if (r.framework.unavailable.empty())
+    attempt(r, "framework.multi", [&] { r.multi = measure_multi(*dev, cfg.multi_bytes, cfg.multi_runs); });
 #else
   r.framework.unavailable = "this hcq is built without the framework";
 #endif
@@ -463,7 +476,7 @@ void print_shapes_json(JsonWriter& w, const char* name, const std::vector<Framew
   w.end_object();
 }
 
-void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f) {
+void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f, const MultiBenchResult& m) {
   using M = FrameworkBenchResult::Matmul;
   w.key("framework").begin_object().field("eager_op_us", f.eager_op_us);
   w.key("schedule_us").begin_object().field("miss", f.schedule_miss_us).field("hit", f.schedule_hit_us).end_object();
@@ -503,6 +516,19 @@ void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f) {
       .field("fixed_us", f.jit_fixed_us)
       .field("eager_per_kernel_ns", f.jit_eager_per_kernel_ns)
       .end_object();
+  w.key("multi")
+      .begin_object()
+      .field("peer", m.peer)
+      .field("algorithm", m.algorithm)
+      .field("bytes", m.bytes)
+      .field("allreduce_gbps", m.allreduce_gbps)
+      .field("bus_gbps", m.bus_gbps)
+      .field("peer_copy_gbps", m.peer_copy_gbps)
+      .field("direct_gbps", m.direct_gbps)
+      .field("ring_gbps", m.ring_gbps)
+      .field("of_bound", m.bus_gbps / m.peer_copy_gbps);
+  if (!m.unavailable.empty()) w.field("unavailable", m.unavailable);
+  w.end_object();
   if (!f.unavailable.empty()) w.field("unavailable", f.unavailable);
   w.end_object();
 }
@@ -549,7 +575,7 @@ void print_json(const std::vector<DeviceResult>& results) {
     } else if (r.interface == "rm" && !r.cuda_unavailable.empty()) {
       w.field("cuda_unavailable", r.cuda_unavailable);
     }
-    print_framework_json(w, r.framework);
+    print_framework_json(w, r.framework, r.multi);
     w.key("train")
         .begin_object()
         .field("mlp_step_ms", r.train.mlp_step_ms)
@@ -656,6 +682,18 @@ void print_framework_rows(const DeviceResult& r) {
   print_row(r, "fw compile_ms cold", cold_shown, "(per kernel)");
   print_row(r, "fw compile_ms cold_serial", fixed(f.compile_cold_serial_ms, 1), "(per kernel)");
   print_row(r, "fw compile_ms cached", fixed(f.compile_cached_ms, 2), "(per kernel)");
+  const MultiBenchResult& m = r.multi;
+  if (!m.unavailable.empty()) {
+    std::printf("%s%snot measured: %s\n", pad(r.name, 18).c_str(), pad("fw multi", 26).c_str(), m.unavailable.c_str());
+    return;
+  }
+  const double of_bound = m.bus_gbps / m.peer_copy_gbps;
+  std::string bus_shown = fixed(m.bus_gbps, 2);
+  if (std::isfinite(of_bound)) bus_shown += " (" + fixed(std::floor(of_bound * 100), 0) + "% copy)";
+  print_row(r, "fw multi allreduce bus_gbps", bus_shown, ">= 80% copy", met(of_bound, of_bound >= 0.8));
+  print_row(r, "fw multi peer_copy_gbps", fixed(m.peer_copy_gbps, 2), "(yardstick)");
+  print_row(r, "fw multi direct_gbps", fixed(m.direct_gbps, 2), "(" + m.algorithm + " chosen)");
+  print_row(r, "fw multi ring_gbps", fixed(m.ring_gbps, 2));
 }
 
 void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {

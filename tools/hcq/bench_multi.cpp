@@ -1,0 +1,103 @@
+#include "bench_multi.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "hcq/buffer.hpp"
+#include "hcq/device.hpp"
+#include "hcq/error.hpp"
+#include "hcq/multi.hpp"
+#include "hcq/registry.hpp"
+#include "hcq/tensor.hpp"
+
+namespace hcq::tool {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::string peer_of(const std::string& device) {
+  if (device.rfind("CPU", 0) == 0) return device == "CPU:1" ? "CPU:0" : "CPU:1";
+  if (device.rfind("SIM-", 0) == 0) return device + ":1";  // the simulated machine's second GPU
+  const size_t colon = device.find(':');
+  if (colon == std::string::npos) return {};
+  return device.substr(0, colon) + (device.substr(colon + 1) == "1" ? ":0" : ":1");
+}
+
+MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs) {
+  MultiBenchResult r;
+  r.peer = peer_of(dev.name());
+  Device* peer = nullptr;
+  try {
+    if (!r.peer.empty()) peer = &open_device(r.peer);
+  } catch (const std::exception& e) {
+    r.unavailable = cat("no peer: ", r.peer, " does not open (", e.what(), ")");
+    return r;
+  }
+  if (peer == nullptr) {
+    r.unavailable = cat("no peer device for ", dev.name());
+    return r;
+  }
+  r.bytes = bytes;
+  const auto n = static_cast<int64_t>(bytes / 4);
+  const std::vector<std::string> devs = {dev.name(), peer->name()};
+  check_devices_reach(devs);
+  r.algorithm = "direct";  // what automatic picks over two devices (allreduce.cpp)
+
+  // The yardstick: one copy of the same bytes from the device to its peer.
+  Buffer src(dev, bytes), dst(*peer, bytes);
+  // Written first, as the allreduce's inputs are: a simulated GPU's memory costs more once its lines hold data.
+  src.copyin(std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{1})));
+  std::vector<double> copy_s;
+  for (int k = 0; k <= runs; ++k) {
+    dev.synchronize();
+    peer->synchronize();
+    const auto t0 = Clock::now();
+    dst.copy_from(src);
+    peer->synchronize();
+    dev.synchronize();
+    if (k > 0) copy_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+
+  std::vector<Tensor> in = {Tensor::ones({n}, dtypes::float32, devs[0]),
+                            Tensor::full({n}, 2.0, dtypes::float32, devs[1])};
+  Tensor::realize(in);
+  auto time_allreduce = [&](AllreduceAlgo algo) {
+    std::vector<double> secs;
+    for (int k = 0; k <= runs; ++k) {
+      dev.synchronize();
+      peer->synchronize();
+      const auto t0 = Clock::now();
+      {
+        // Dropped at the end of each run: an equal graph still held would be realized already, and run nothing.
+        std::vector<Tensor> out = allreduce(in, ReduceOp::sum, algo);
+        Tensor::realize(out);
+        dev.synchronize();
+        peer->synchronize();
+        if (k == 0 && (out[0].shape(0) != n || out[1].slice(0, n - 1, n).item() != 3.0))
+          throw Error(cat("framework.multi: the allreduce of 1 + 2 did not give 3 on ", devs[1]));
+      }
+      if (k > 0) secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return static_cast<double>(bytes) / median(secs) / 1e9;
+  };
+  r.direct_gbps = time_allreduce(AllreduceAlgo::direct);
+  r.ring_gbps = time_allreduce(AllreduceAlgo::ring);
+  const double b = static_cast<double>(bytes);
+  r.peer_copy_gbps = b / median(copy_s) / 1e9;
+  r.allreduce_gbps = r.algorithm == "ring" ? r.ring_gbps : r.direct_gbps;
+  r.bus_gbps = r.allreduce_gbps * 2.0 * (2 - 1) / 2;  // N = 2
+  return r;
+}
+
+}  // namespace hcq::tool

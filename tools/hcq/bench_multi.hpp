@@ -1,0 +1,38 @@
+// The `framework.multi` figures of `hcq bench` (issue 18): an allreduce (sum) of `bytes` of float32 over a device
+// and its peer (CPU:0 and CPU:1; SIM-AMD:gfx1100 and SIM-AMD:gfx1100:1; AMD:0 and AMD:1), through hcq::allreduce
+// with its automatic choice, beside one peer copy of the same bytes (Buffer::copy_from, the copy the allreduce's
+// steps are made of) in the same run:
+//   allreduce_gbps   bytes / time of one allreduce, realized and both devices waited for (the "algorithm
+//                    bandwidth"); bus_gbps = that * 2(N-1)/N, the bytes each device receives per second
+//   peer_copy_gbps   bytes / time of one copy from the device to its peer, waited for
+//   of_bound         bus_gbps / peer_copy_gbps: an allreduce moves 2(N-1)/N of the tensor into each device, so
+//                    with copies no faster than one peer copy that is the bound (target >= 0.8)
+//   direct_gbps, ring_gbps: allreduce_gbps with each algorithm forced (what the automatic choice is based on)
+// Medians of `runs`; one untimed run first (the kernels compiled, the schedule cached).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace hcq {
+class Device;
+}
+
+namespace hcq::tool {
+
+struct MultiBenchResult {
+  static constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+  std::string peer;         // the second device
+  std::string unavailable;  // why nothing was measured (no peer)
+  std::string algorithm;    // what automatic chose: "direct" or "ring"
+  uint64_t bytes = 0;
+  double allreduce_gbps = kNotMeasured, bus_gbps = kNotMeasured, peer_copy_gbps = kNotMeasured;
+  double direct_gbps = kNotMeasured, ring_gbps = kNotMeasured;  // each algorithm forced, same bytes
+};
+
+// The second device of dev's kind, or "" when there is none by that naming.
+std::string peer_of(const std::string& device);
+MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs);
+
+}  // namespace hcq::tool
