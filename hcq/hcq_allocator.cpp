@@ -168,7 +168,14 @@ Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const
     if (peer) q.wait(other.timeline_signal(), other.timeline_value() - 1);
     q.copy(dst.va + dst_off, src.va + src_off, size);
   });
-  if (!peer || dst_drives) return copied;
+  if (!peer) return copied;
+  if (dst_drives) {
+    // The destination's copy engine reads the source's memory after the source's earlier work; the source's later
+    // work (a kernel overwriting that buffer) must not run before it has: the source's timeline waits for the copy.
+    auto hold = src_dev.compute_queue();
+    src_dev.submit(*hold, [&](HWQueue& q) { q.wait(dst_dev.timeline_signal(), copied.value()); });
+    return copied;
+  }
   // ...and the destination's timeline does not move past this point until the copy is done, so whatever is
   // queued next on the destination sees the data.
   auto join = dst_dev.compute_queue();

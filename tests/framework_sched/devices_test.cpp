@@ -51,5 +51,20 @@ TEST(FrameworkAcrossDevices, ToThePeerGpuAndBack) {
   EXPECT_EQ(y.data<int32_t>(), (std::vector<int32_t>{48, -12, 68}));
 }
 
+// A copy from the CPU device into GPU memory is driven by the GPU's copy engine; a CPU kernel that overwrites the
+// source right after must wait until the GPU has read it (until 2026-12-03 it did not: an allreduce over two GPUs and
+// the CPU device read a reused buffer in 3 of 15 runs). Each round the GPU must hold the old value.
+TEST(FrameworkAcrossDevices, OverwritingACpuSourceWaitsForTheGpusCopy) {
+  FW_REQUIRE_GPU(gpu);
+  for (int round = 0; round < 8; ++round) {
+    Tensor src = Tensor::full({1 << 18}, round, dtypes::float32, "CPU").realize();
+    Tensor on_gpu = src.to(gpu).realize();
+    src.assign(src + 1000).realize();
+    const std::vector<float> got = on_gpu.data<float>();
+    for (size_t k = 0; k < got.size(); k += 4093) ASSERT_EQ(got[k], static_cast<float>(round)) << round << ", " << k;
+    EXPECT_EQ(src.data<float>()[7], static_cast<float>(round + 1000)) << round;
+  }
+}
+
 }  // namespace
 }  // namespace hcq
