@@ -1,9 +1,7 @@
 // The devices the multi-device suites spread tensors over: the CPU device's instances CPU:0, CPU:1, CPU:2, or, with
 // HCQ_DEVICE naming a GPU, that GPU and its peer (SIM-AMD:gfx1100 and SIM-AMD:gfx1100:1; AMD:0 and AMD:1), with
-// the first GPU again as the third. Not CPU:0 as the third: a copy from the CPU device into GPU memory is driven by
-// the GPU's copy queue, and the CPU device's later kernels are not held back until it has read its source
-// (HCQAllocator::transfer's dst_drives case), so a ring over {GPU, GPU peer, CPU:0} reads a reused arena slot about
-// one run in five (reported with the branch; a GPU-with-CPU test belongs with that fix).
+// CPU:0 as the third: copies from the CPU device into GPU memory are driven by the GPU's copy queue
+// (HCQAllocator::transfer), whose ordering against the CPU device's later kernels a ring over the three exercises.
 #pragma once
 
 #include <cstdlib>
@@ -28,10 +26,14 @@ inline std::string peer_device() {
   return d.substr(0, d.find(':')) + ":1";  // AMD:0 -> AMD:1
 }
 
+// Whether the suites run on GPUs (HCQ_DEVICE names one): they then keep to smaller sizes, a simulated GPU's memory
+// model taking about a second per 4 MiB allreduce.
+inline bool on_gpu() { return default_device().rfind("CPU", 0) != 0; }
+
 inline std::vector<std::string> devices(size_t n) {
   const std::string d = default_device();
   std::vector<std::string> out = {d, peer_device()};
-  if (n >= 3) out.push_back(d.rfind("CPU", 0) == 0 ? "CPU:2" : d);
+  if (n >= 3) out.push_back(d.rfind("CPU", 0) == 0 ? "CPU:2" : "CPU:0");
   out.resize(n);
   return out;
 }
