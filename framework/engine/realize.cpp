@@ -273,12 +273,16 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       continue;
     }
     const Node& ast = s.kernel_asts[kernel_index++];
-    std::array<uint32_t, 8> vals{};  // the kernel's variables' values (a kernel reads a few at most)
-    if (st.vals.size() > vals.size())
-      throw InvalidArgument(cat("realize: kernel ", st.what, " reads ", st.vals.size(), " variables, at most ",
-                                vals.size(), " are supported"));
+    // The kernel's variables' values (a few, usually: each random tensor fused into it is one).
+    std::array<uint32_t, 8> small_vals{};
+    std::vector<uint32_t> big_vals;
+    uint32_t* vals = small_vals.data();
+    if (st.vals.size() > small_vals.size()) {
+      big_vals.resize(st.vals.size());
+      vals = big_vals.data();
+    }
     for (size_t j = 0; j < st.vals.size(); ++j) vals[j] = call.values[st.vals[j]];
-    const std::span<const uint32_t> val_args(vals.data(), st.vals.size());
+    const std::span<const uint32_t> val_args(vals, st.vals.size());
     if (validate && validates(st)) {  // HCQ_VALIDATE: alone, waited for, and again on the CPU device
       flush();
       std::vector<Buffer*> args(st.slots.size());

@@ -114,5 +114,20 @@ TEST(FrameworkJitRandom, TheKeyIsAKernelValueNotABuffer) {
   EXPECT_EQ(seen, (std::vector<std::pair<uint32_t, uint32_t>>{{1, 1}}));
 }
 
+// Twelve random tensors fused into one kernel: twelve kernel values, one per key, each the right draw's.
+TEST(FrameworkJitRandom, OneKernelReadsManyKeys) {
+  Tensor::manual_seed(3);
+  Tensor sum = Tensor::rand({4});
+  for (int d = 1; d < 12; ++d) sum = sum + Tensor::rand({4});
+  const uint64_t before = framework_counters().kernels;
+  const std::vector<float> got = sum.data<float>();
+  EXPECT_EQ(framework_counters().kernels - before, 1u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    float want = host_rand(3, 0, i);
+    for (uint64_t d = 1; d < 12; ++d) want += host_rand(3, d, i);
+    EXPECT_FLOAT_EQ(got[i], want) << i;
+  }
+}
+
 }  // namespace
 }  // namespace hcq
