@@ -53,7 +53,10 @@ def check_json(hcq, device):
           f"{device}: copy_gbps {d['copy_gbps']}")
     check(positive(d["memcpy_gbps"]), f"{device}: memcpy_gbps {d['memcpy_gbps']}")
     g = d["graph"]
-    check(positive(g["per_kernel_ns"]) and positive(g["eager_per_kernel_ns"]), f"{device}: graph {g}")
+    # The per-kernel figure is a fit's slope over three sizes: on a loaded machine noise can tilt it slightly below
+    # zero (a --quick run in CI's dry run: -4 ns on SIM-AMD), so it is checked as the JIT's is (below).
+    check(math.isfinite(g["per_kernel_ns"]) and positive(g["eager_per_kernel_ns"]) and
+          g["per_kernel_ns"] < g["eager_per_kernel_ns"], f"{device}: graph {g}")
     check(set(g["replay_us"]) == {"16", "64", "256"}, f"{device}: graph replay sizes {sorted(g['replay_us'])}")
     check_framework_json(device, d["framework"])
     t = d["train"]
@@ -120,12 +123,12 @@ def check_framework_json(device, f):
 
 # Framework rows whose metric is two words: the figure and its part or key.
 TWO_WORD_ROWS = {"compile_ms", "jit", "matmul_gflops", "openblas_gflops", "onednn_gflops", "bf16_gflops",
-                 "onednn_bf16_gflops", "onednn_impl", "yardstick"}
+                 "onednn_bf16_gflops", "onednn_impl", "yardstick", "multi"}
 
 
 def check_table(hcq, device, copy_target, absent):
     table = bench(hcq, device).splitlines()
-    rows = [line for line in table if "copy_gbps" in line]
+    rows = [line for line in table if line.split()[1:2] == ["copy_gbps"]]
     check(len(rows) == 3, f"{device}: three copy rows in the table, got {rows}")
     for row in rows:
         check(f">= {copy_target}% memcpy" in row, f"{device}: copy target {copy_target}% in {row!r}")
@@ -137,7 +140,11 @@ def check_table(hcq, device, copy_target, absent):
                "ewise_loop_gbps": "(yardstick)", "sum_gbps": ">= 90% loop", "sum_loop_gbps": "(yardstick)",
                "compile_ms cold": "(per kernel)", "compile_ms cold_serial": "(per kernel)",
                "compile_ms cached": "(per kernel)", "jit fixed_us": "<= 2 us", "jit per_kernel_ns": "<= 50 ns",
-               "jit eager_per_kernel_ns": "(yardstick)"}
+               "jit eager_per_kernel_ns": "(yardstick)",
+               # The allreduce over the device and its peer beside one peer copy; the forced algorithms' rows say
+               # which one automatic chose.
+               "multi allreduce": ">= 80% copy", "multi peer_copy_gbps": "(yardstick)", "multi direct_gbps": "",
+               "multi ring_gbps": ""}
     # The float32 1024^3 and 2048^3 products against half the faster library, bf16 against 30 % of oneDNN's; the
     # other shapes are beside the libraries without a target.
     for key in MATMUL_QUICK:
