@@ -13,6 +13,8 @@
 #include <optional>
 #include <span>
 
+#include "common/command_words.hpp"
+
 namespace hcq::cpu {
 
 enum class Opcode : uint8_t {
@@ -54,17 +56,10 @@ inline constexpr std::array<CommandInfo, 12> kCommands{{
 }};
 
 // The table is indexed by opcode value; keep it dense and in order.
-consteval bool commands_table_is_dense() {
-  for (size_t i = 0; i < kCommands.size(); ++i)
-    if (static_cast<size_t>(kCommands[i].op) != i) return false;
-  return true;
-}
-static_assert(commands_table_is_dense(), "kCommands must be indexed by opcode");
+static_assert(cmdwords::indexed_by_opcode(kCommands), "kCommands must be indexed by opcode");
 
 // The entry for a raw opcode byte, or nullptr when no such command exists.
-constexpr const CommandInfo* command_info(uint32_t opcode) {
-  return opcode < kCommands.size() ? &kCommands[opcode] : nullptr;
-}
+constexpr const CommandInfo* command_info(uint32_t opcode) { return cmdwords::entry_for(kCommands, opcode); }
 constexpr const CommandInfo& command_info(Opcode op) { return kCommands[static_cast<size_t>(op)]; }
 
 // Name for messages; "unknown" for an opcode outside the table.
@@ -76,12 +71,11 @@ constexpr const char* opcode_name(uint32_t opcode) {
 // Total length (header included) of a fixed-length command.
 constexpr uint32_t command_length(Opcode op) { return 1u + command_info(op).payload; }
 
-constexpr uint32_t make_header(Opcode op, uint32_t total_dwords) {
-  return static_cast<uint32_t>(op) | (total_dwords << 16);
-}
-constexpr uint32_t header_opcode(uint32_t header) { return header & 0xffu; }
-constexpr uint32_t header_reserved(uint32_t header) { return (header >> 8) & 0xffu; }
-constexpr uint32_t header_length(uint32_t header) { return header >> 16; }
+using cmdwords::header_length;
+using cmdwords::header_opcode;
+using cmdwords::header_reserved;
+using cmdwords::join64;
+using cmdwords::make_header;
 
 // The longest command: the consumer copies a payload into a fixed buffer of this size.
 consteval uint32_t max_fixed_payload() {
@@ -107,8 +101,5 @@ constexpr std::optional<const char*> check_header(uint32_t header, uint64_t avai
   if (info->op != Opcode::skip && len > available) return "command runs past the end of the stream";
   return std::nullopt;
 }
-
-// Joins two payload dwords into a 64-bit operand (low half first).
-constexpr uint64_t join64(uint32_t lo, uint32_t hi) { return static_cast<uint64_t>(hi) << 32 | lo; }
 
 }  // namespace hcq::cpu

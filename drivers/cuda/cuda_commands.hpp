@@ -3,15 +3,14 @@
 // resubmitted) and the stream executor (cuda_stream.cpp) turns each command into the driver call it names when the
 // queue is submitted.
 //
-// A command is a header dword followed by its payload dwords:
-//   header bits  0..7   opcode
-//          bits  8..15  reserved, zero
-//          bits 16..31  total length in dwords, header included
-// 64-bit operands are two dwords, low half first. Addresses are unified VA.
+// Commands are the CPU device's word format (drivers/common/command_words.hpp: a header dword with the opcode and the
+// total length, then payload dwords) with this adapter's opcodes. Addresses are unified VA.
 #pragma once
 
 #include <array>
 #include <cstdint>
+
+#include "common/command_words.hpp"
 
 namespace hcq::cuda {
 
@@ -46,22 +45,13 @@ inline constexpr std::array<CommandInfo, 9> kCommands{{
     {Opcode::wait_bit, "WAIT_BIT", 4},
 }};
 
-consteval bool commands_table_is_dense() {
-  for (size_t i = 0; i < kCommands.size(); ++i)
-    if (static_cast<size_t>(kCommands[i].op) != i) return false;
-  return true;
-}
-static_assert(commands_table_is_dense(), "kCommands must be indexed by opcode");
+static_assert(cmdwords::indexed_by_opcode(kCommands), "kCommands must be indexed by opcode");
 
-constexpr const CommandInfo* command_info(uint32_t opcode) {
-  return opcode < kCommands.size() ? &kCommands[opcode] : nullptr;
-}
-constexpr uint32_t make_header(Opcode op, uint32_t total_dwords) {
-  return static_cast<uint32_t>(op) | (total_dwords << 16);
-}
-constexpr uint32_t header_opcode(uint32_t header) { return header & 0xffu; }
-constexpr uint32_t header_reserved(uint32_t header) { return (header >> 8) & 0xffu; }
-constexpr uint32_t header_length(uint32_t header) { return header >> 16; }
-constexpr uint64_t join64(uint32_t lo, uint32_t hi) { return static_cast<uint64_t>(hi) << 32 | lo; }
+constexpr const CommandInfo* command_info(uint32_t opcode) { return cmdwords::entry_for(kCommands, opcode); }
+using cmdwords::header_length;
+using cmdwords::header_opcode;
+using cmdwords::header_reserved;
+using cmdwords::join64;
+using cmdwords::make_header;
 
 }  // namespace hcq::cuda
