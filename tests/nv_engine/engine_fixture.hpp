@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,7 +40,18 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
     std::lock_guard<std::mutex> lk(mu_);
     faults_.push_back(f);
   }
-  bool stopped_by_group(ChannelFault&) override { return false; }  // one channel, no group
+  // One channel, no group, unless a test stops it "with its group" once the word at `va` holds `value` (as RM would
+  // have done before the process wrote that word).
+  bool stopped_by_group(ChannelFault& why) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!stop_word_ || get<uint32_t>(stop_word_->first) != stop_word_->second) return false;
+    why = ChannelFault{ChannelFaultKind::pbdma_error, 0, 0, "stopped with its channel group"};
+    return true;
+  }
+  void stop_with_group_once(uint64_t va, uint32_t value) {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_word_ = {va, value};
+  }
   // Each cache action in order (recorder.on_caches runs at the call).
   void caches(uint8_t ops) override { recorder.record(ops); }
   std::vector<uint8_t> cache_ops() { return recorder.cache_ops(); }
@@ -60,6 +72,7 @@ class TestHost final : public ChannelHost, public sim::test::TestRegions {
   std::atomic<int> interrupts_{0};
   std::vector<uint32_t> classes_;
   std::vector<ChannelFault> faults_;
+  std::optional<std::pair<uint64_t, uint32_t>> stop_word_;
 };
 
 inline constexpr uint64_t kGpfifoVa = 0x10000000, kUserdVa = 0x10100000, kPbVa = 0x10200000, kDataVa = 0x20000000;

@@ -217,6 +217,30 @@ TEST_P(NvEngineFault, UnknownChannelClassFaults) {
   EXPECT_THROW(group.create(d, host), std::invalid_argument);
 }
 
+// A channel stopped with its group runs no further method, even one in the step that is running: here the stop
+// becomes visible between two releases of one segment (as when the process, having seen the group's notifier, opens
+// an acquire the channel was waiting on), and the second release must not land.
+TEST_P(NvEngineFault, AStopByTheGroupEndsTheRunningStep) {
+  const nv::NvArchInfo& a = nv::arch_info(GetParam());
+  EngineGroup group{EngineOptions{}};
+  TestHost host;
+  host.map(kDataVa, 4096);
+  host.allow_classes({a.classes.compute});
+  TestChannel ch(host, group, GetParam(), NvEngineKind::compute);
+  host.stop_with_group_once(kDataVa, 1);
+  Push p;
+  p.inc(0, ch.host_class(), "SEM_ADDR_LO",
+        {static_cast<uint32_t>(kDataVa), 0, 1, 0, sem_exec(ch.host_class(), "RELEASE", false)});
+  p.inc(0, ch.host_class(), "SEM_ADDR_LO",
+        {static_cast<uint32_t>(kDataVa + 16), 0, 7, 0, sem_exec(ch.host_class(), "RELEASE", false)});
+  ch.submit(p.w);
+  ASSERT_EQ(ch.settle(), RunnerState::faulted) << ch.runner().describe();
+  EXPECT_EQ(host.get<uint32_t>(kDataVa), 1u);
+  EXPECT_EQ(host.get<uint32_t>(kDataVa + 16), 0u) << "a method ran after the channel's group was stopped";
+  EXPECT_TRUE(host.faults().empty()) << "a channel stopped by its group reports no fault of its own";
+  EXPECT_EQ(ch.runner().fault().reason, "stopped with its channel group");
+}
+
 // Garbage never crashes: random words (biased towards valid headers for the bound classes' methods, and towards
 // addresses in mapped memory) end idle, waiting or faulted, and a fault is always reported with a reason.
 TEST_P(NvEngineFault, RandomStreamsNeverCrash) {

@@ -109,7 +109,7 @@ class ChannelHost {
   virtual void fault(const ChannelFault& f) = 0;
   // A fault on another channel of this one's channel group stopped it too: RM recovers the whole group (TSG) and
   // writes every member's error notifier. Then true, with that channel's fault in `why`; the runner stops at its
-  // next step without a fault report of its own. Called once per step: cheap while nothing has faulted.
+  // next method without a fault report of its own. Called before every method: cheap while nothing has faulted.
   virtual bool stopped_by_group(ChannelFault& why) = 0;
   // A method asked for cache maintenance (CacheOps bits, sim/common/cache_ops.hpp), in order with the channel's
   // other work: everything before it has completed. The default (test hosts) has no caches.

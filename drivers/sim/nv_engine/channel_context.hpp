@@ -44,7 +44,7 @@ class ChannelContext : public GuestMemory<ChannelHost> {
              MmuAccess access = MmuAccess::read, SmClient sm = SmClient::none, bool by_copy_engine = false);
   const ChannelFault& last_fault() const { return fault_; }
   // True (and that fault kept, nothing reported) when the driver stopped this channel with its group
-  // (ChannelHost::stopped_by_group). The runner asks before each step.
+  // (ChannelHost::stopped_by_group). The executor asks before each method.
   bool stopped_by_group() { return host_.stopped_by_group(fault_); }
 
  private:

@@ -47,6 +47,10 @@ Step Executor::run(size_t budget) {
     return pbdma_fault("the channel's class " + hex(ctx_.desc().gpfifo_class) + " is not a known GPFIFO class");
   waiting_engine_ = nullptr;
   for (size_t n = 0; n < budget; ++n) {
+    // Asked before every method, not once per step: a method that passed an acquire in this step must not run the
+    // next one once the group is stopped. The process may release that acquire only after it saw the group's
+    // notifier, which the driver writes after the stop flag, so the flag is seen here.
+    if (ctx_.stopped_by_group()) return Step::faulted;
     if (!in_entry_) {
       const Step s = fetch_entry();
       if (s != Step::progress) return s;

@@ -37,7 +37,7 @@ class Runner final : public EngineRunner, private SteppedEngine {
   bool wait_settled(std::chrono::milliseconds timeout) const override { return core_.wait_settled(timeout); }
 
  private:
-  Step step() override { return ctx_.stopped_by_group() ? Step::faulted : exec_.run(kBudget); }
+  Step step() override { return exec_.run(kBudget); }
   std::string waiting_on() const override { return exec_.waiting_on(); }
   void keep_fault() override { fault_ = ctx_.last_fault(); }
   std::string fault_text() const override { return fault_.reason; }
