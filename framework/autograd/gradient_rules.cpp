@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "framework/autograd/custom_gradient.hpp"
 #include "framework/autograd/gradient.hpp"
 #include "framework/tensor/build.hpp"
 
@@ -137,6 +138,7 @@ std::vector<Node> gradient_rule(const Node& n, const Node& g) {
     const Node zero = fill(g, 0.0);
     out = {nullptr, select(n->src[0], g, zero), select(n->src[0], zero, g)};
   } else if (n->op == Op::CAST) out = {t_cast(g, n->src[0]->dtype)};
+  else if (n->op == Op::CUSTOM_GRAD) out = custom_gradient(n, g);
   else if (n->op == Op::CONTIGUOUS) out = {g};
   else if (n->op == Op::COPY) out = {make_node(Op::COPY, g->dtype, {g}, {}, 0, n->src[0]->device())};
   out.resize(n->src.size());  // leaves, DETACH, ASSIGN, BITCAST: none

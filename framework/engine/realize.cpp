@@ -77,7 +77,7 @@ class Callify {
     Node out;
     if (Node r = n->realized()) {
       out = visit(r);
-    } else if (n->op == Op::DETACH) {  // only autograd sees it
+    } else if (n->op == Op::DETACH || n->op == Op::CUSTOM_GRAD) {  // only autograd sees them
       out = visit(n->src[0]);
     } else if (n->op == Op::BUFFER) {
       out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
@@ -210,7 +210,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       if (Node done = r->realized()) {
         r = done;
         computed_before = true;
-      } else if (r->op == Op::DETACH) {
+      } else if (r->op == Op::DETACH || r->op == Op::CUSTOM_GRAD) {
         r = r->src[0];
       } else {
         break;

@@ -34,6 +34,8 @@ enum class Op : uint8_t {
   COPY,         // src = (value); s = the destination device
   SINK,         // groups several roots; no value
   DETACH,       // src = (value): the same value, a wall for gradients (autograd); callify removes it
+  CUSTOM_GRAD,  // src = (value, inputs...): the same value, whose inputs' gradients come from the rule numbered i[0]
+                // (arguments i[1..]), not from value's graph (autograd/custom_gradient.hpp); callify removes it
   // ---- elementwise (every level)
   CAST,
   BITCAST,

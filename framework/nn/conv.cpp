@@ -6,6 +6,10 @@
 // element (r, c) = x[r * d + c * s]: window c's r-th tap. (tinygrad's pool builds its windows the same way.)
 #include <cmath>
 
+#include "framework/autograd/custom_gradient.hpp"
+#include "framework/autograd/gradient.hpp"
+#include "framework/tensor/build.hpp"
+#include "framework/tensor/impl.hpp"
 #include "hcq/error.hpp"
 #include "hcq/nn.hpp"
 
@@ -33,6 +37,14 @@ Tensor windows_of_last_axis(const Tensor& x, int64_t k, int64_t s, int64_t d) {
     r.insert(r.end(), tail);
     return r;
   };
+  if (s == k && d == 1) {
+    // Windows that neither overlap nor leave gaps (the pools' default) are a reshape: no repeat, so the gradient
+    // is a reshape too, not a sum over the repeats.
+    std::vector<int> order;
+    for (size_t a = 0; a < lead.size(); ++a) order.push_back(static_cast<int>(a));
+    order.insert(order.end(), {static_cast<int>(lead.size()) + 1, static_cast<int>(lead.size())});
+    return x.shrink(ranges({{0, o * k}})).reshape(shape({o, k})).permute(order);
+  }
   const int64_t row = i + d, e = (k * row + i - 1) / i;  // repeats enough to hold k rows
   Tensor t = x.reshape(shape({1, i})).expand(shape({e, i})).reshape(shape({e * i}));
   t = t.shrink(ranges({{0, k * row}})).reshape(shape({k, row}));
@@ -87,23 +99,87 @@ Tensor sliding_windows(const Tensor& x, Pair kernel, Pair stride, Pair dilation)
   return t.permute(order);
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
-              int64_t groups) {
-  if (x.ndim() != 4 || weight.ndim() != 4)
-    throw ShapeError(cat("conv2d: the input must be (N, C, H, W) and the weight (Cout, Cin / groups, KH, KW), got ",
-                         x.ndim(), " and ", weight.ndim(), " dimensions"));
-  const int64_t n = x.shape(0), cin = x.shape(1), cout = weight.shape(0), kh = weight.shape(2), kw = weight.shape(3);
-  if (groups < 1 || cin % groups != 0 || cout % groups != 0 || weight.shape(1) * groups != cin)
-    throw ShapeError(cat("conv2d: ", cin, " input channels, a weight of ", weight.shape(1), " per group and ", groups,
-                         " groups do not match (", cout, " output channels must divide into the groups too)"));
-  const Tensor xp = pad_hw(x, padding, 0.0);
-  check_window("conv2d", xp, {kh, kw}, stride, dilation);
+namespace {
+
+// The convolution itself (a cross-correlation, as PyTorch's), of an input already padded: the products of the
+// windows and the weight, summed over Cg, KH and KW.
+Tensor correlate(const Tensor& xp, const Tensor& weight, Pair stride, Pair dilation, int64_t groups) {
+  const int64_t n = xp.shape(0), cin = xp.shape(1), cout = weight.shape(0), kh = weight.shape(2),
+                kw = weight.shape(3);
   const Tensor win = sliding_windows(xp, {kh, kw}, stride, dilation);  // (N, Cin, OH, OW, KH, KW)
   const int64_t oh = win.shape(2), ow = win.shape(3), cg = cin / groups, og = cout / groups;
   // (N, G, 1, Cg, OH, OW, KH, KW) * (1, G, Og, Cg, 1, 1, KH, KW), summed over Cg, KH, KW.
   const Tensor a = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
   const Tensor b = weight.reshape({1, groups, og, cg, 1, 1, kh, kw});
-  Tensor out = a.mul(b).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+  return a.mul(b).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+}
+
+// (N, C, OH, OW) -> (N, C, (OH - 1) sh + 1, (OW - 1) sw + 1): sh - 1 rows and sw - 1 columns of zeros between.
+Tensor spread(const Tensor& g, Pair stride) {
+  if (stride.first == 1 && stride.second == 1) return g;
+  const int64_t n = g.shape(0), c = g.shape(1), oh = g.shape(2), ow = g.shape(3);
+  return g.reshape({n, c, oh, 1, ow, 1})
+      .pad({{0, 0}, {0, 0}, {0, 0}, {0, stride.first - 1}, {0, 0}, {0, stride.second - 1}})
+      .reshape({n, c, oh * stride.first, ow * stride.second})
+      .shrink({{0, n}, {0, c}, {0, (oh - 1) * stride.first + 1}, {0, (ow - 1) * stride.second + 1}});
+}
+
+// d(loss)/dx of conv2d, given g = d(loss)/d(output) (N, Cout, OH, OW): the transposed convolution. Output row i of
+// the padded input collects g[o] w[k] over o * s + k * d = i, which is a stride-1 correlation of g spread out by
+// the stride and padded by d (K - 1) on each side with the kernel flipped, its channels swapped within each group.
+// (The padding at the end also covers the rows no window reached, whose gradient is 0.)
+Tensor conv2d_input_gradient(const Tensor& g, const Tensor& weight, const Shape& x_shape, Pair stride, Pair padding,
+                             Pair dilation, int64_t groups) {
+  const int64_t cout = weight.shape(0), cg = weight.shape(1), kh = weight.shape(2), kw = weight.shape(3),
+                og = cout / groups;
+  const int64_t hp = x_shape[2] + 2 * padding.first, wp = x_shape[3] + 2 * padding.second;
+  const int64_t eh = dilation.first * (kh - 1), ew = dilation.second * (kw - 1);
+  Tensor t = spread(g, stride);
+  t = t.pad({{0, 0}, {0, 0}, {eh, hp - t.shape(2)}, {ew, wp - t.shape(3)}});
+  const Tensor wt = weight.reshape({groups, og, cg, kh, kw})
+                        .permute({0, 2, 1, 3, 4})
+                        .reshape({groups * cg, og, kh, kw})
+                        .flip(std::vector<int>{2, 3});
+  const Tensor dxp = correlate(t, wt, {1, 1}, dilation, groups);  // (N, Cin, HP, WP)
+  return dxp.shrink({{0, x_shape[0]},
+                     {0, x_shape[1]},
+                     {padding.first, padding.first + x_shape[2]},
+                     {padding.second, padding.second + x_shape[3]}});
+}
+
+// CUSTOM_GRAD (value, x, weight), i = (rule, sh, sw, ph, pw, dh, dw, groups): x's gradient is the transposed
+// convolution; the weight's is the ops' own (a reduction of the windows times g over N, OH and OW), taken through
+// the value's graph.
+std::vector<fw::Node> conv2d_gradient(const fw::Node& n, const fw::Node& g) {
+  const fw::Node &x = n->src[1], &weight = n->src[2];
+  const Pair stride{n->i[1], n->i[2]}, padding{n->i[3], n->i[4]}, dilation{n->i[5], n->i[6]};
+  const Tensor dx = conv2d_input_gradient(Tensor(g), Tensor(weight), x->shape, stride, padding, dilation, n->i[7]);
+  const fw::Node& w_target = fw::gradient_target(weight);
+  const auto dw = fw::gradients(n->src[0], g, {w_target});
+  const auto it = dw.find(w_target.get());
+  return {dx.node(), it == dw.end() ? nullptr : fw::t_reshape(it->second, weight->shape)};
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
+              int64_t groups) {
+  if (x.ndim() != 4 || weight.ndim() != 4)
+    throw ShapeError(cat("conv2d: the input must be (N, C, H, W) and the weight (Cout, Cin / groups, KH, KW), got ",
+                         x.ndim(), " and ", weight.ndim(), " dimensions"));
+  const int64_t cin = x.shape(1), cout = weight.shape(0), kh = weight.shape(2), kw = weight.shape(3);
+  if (groups < 1 || cin % groups != 0 || cout % groups != 0 || weight.shape(1) * groups != cin)
+    throw ShapeError(cat("conv2d: ", cin, " input channels, a weight of ", weight.shape(1), " per group and ", groups,
+                         " groups do not match (", cout, " output channels must divide into the groups too)"));
+  const Tensor xp = pad_hw(x, padding, 0.0);
+  check_window("conv2d", xp, {kh, kw}, stride, dilation);
+  Tensor out = correlate(xp, weight, stride, dilation, groups);
+  if (!fw::no_grad_active()) {
+    static const int64_t rule = fw::register_custom_gradient("conv2d", &conv2d_gradient);
+    out = Tensor(fw::with_custom_gradient(out.node(), {x.node(), weight.node()}, rule,
+                                          {stride.first, stride.second, padding.first, padding.second,
+                                           dilation.first, dilation.second, groups}));
+  }
   if (bias.defined()) out = out + bias.reshape({1, cout, 1, 1});
   return out;
 }

@@ -74,6 +74,14 @@ int expensive_ops(const NodeData* n, std::unordered_map<const NodeData*, int>& m
 // one element: the code generator computes that once, before the loops.
 constexpr int kRealizeExpensiveOps = 2;
 
+// A sum of products (a matmul's or a convolution's contraction), through casts.
+bool is_contraction(const NodeData* n) {
+  if (static_cast<Op>(n->i[0]) != Op::ADD) return false;
+  const NodeData* v = n->src[0].get();
+  while (v->op == Op::CAST) v = v->src[0].get();
+  return v->op == Op::MUL;
+}
+
 }  // namespace
 
 std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
@@ -94,20 +102,27 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
   // Walk each kernel's graph from its realized root down to the next realized nodes, tracking whether the path
   // went through an EXPAND; new realized nodes start walks of their own.
   while (!work.empty()) {
-    std::unordered_set<uint64_t> visited;  // (node, expanded) pairs of this kernel's walk
-    auto visit_key = [](const NodeData* n, bool e) { return reinterpret_cast<uint64_t>(n) * 2 + (e ? 1 : 0); };
+    // (node, expanded, below a reduce) of this kernel's walk
+    std::unordered_set<uint64_t> visited;
+    auto visit_key = [](const NodeData* n, bool e, bool r) {
+      return reinterpret_cast<uint64_t>(n) * 4 + (e ? 1 : 0) + (r ? 2 : 0);
+    };
     const NodeData* root = work.back();
     work.pop_back();
-    std::vector<std::pair<const NodeData*, bool>> stack;
-    for (const Node& s : root->src) stack.push_back({s.get(), false});
+    struct Visit {
+      const NodeData* n;
+      bool expanded, in_reduce;
+    };
+    std::vector<Visit> stack;
+    for (const Node& s : root->src) stack.push_back({s.get(), false, root->op == Op::REDUCE_AXIS});
     if (root->op == Op::COPY && !is_param_view(root->src[0].get()) && realized.insert(root->src[0].get()).second) {
       work.push_back(root->src[0].get());  // a copy moves a buffer: its source is realized on its own device
       continue;
     }
     while (!stack.empty()) {
-      auto [n, expanded] = stack.back();
+      auto [n, expanded, in_reduce] = stack.back();
       stack.pop_back();
-      if (!visited.insert(visit_key(n, expanded)).second) continue;
+      if (!visited.insert(visit_key(n, expanded, in_reduce)).second) continue;
       if (realized.count(n)) continue;
       bool realize = false;
       switch (n->op) {
@@ -116,7 +131,9 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
         case Op::ASSIGN: realize = true; break;
         case Op::REDUCE_AXIS: {
           auto [it, first] = reached_by.emplace(n, root);
-          realize = expanded || (!first && it->second != root);
+          // A contraction under another reduce (a convolution feeding a max pool) would be fused as a nest the
+          // code generator cannot tile: computed on its own it runs at the tiled speed.
+          realize = expanded || (!first && it->second != root) || (in_reduce && is_contraction(n));
           break;
         }
         default:
@@ -136,7 +153,8 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
         continue;
       }
       const bool e = expanded || (n->op == Op::EXPAND && expands(n));
-      for (const Node& s : n->src) stack.push_back({s.get(), e});
+      const bool r = in_reduce || n->op == Op::REDUCE_AXIS;
+      for (const Node& s : n->src) stack.push_back({s.get(), e, r});
     }
   }
   return realized;

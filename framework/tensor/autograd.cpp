@@ -80,15 +80,9 @@ void Tensor::backward() const {
     throw ShapeError(hcq::cat("backward: the loss must have one element, this one has ", numel(), " ",
                               shape_str(shape()), " (sum or average it first)"));
   const std::vector<std::shared_ptr<Impl>> params = live_params();
-  // A realized tensor is a view of its buffer, and views of views collapse onto the buffer (t_reshape), so the
-  // graph reaches the BUFFER node, not the view a parameter holds: the gradient is taken with respect to the buffer
-  // and reshaped to the parameter's shape.
-  auto target_of = [](const Node& n) -> const Node& {
-    return n->op == Op::RESHAPE && n->src[0]->op == Op::BUFFER ? n->src[0] : n;
-  };
   std::vector<Node> targets;
   targets.reserve(params.size());
-  for (const auto& p : params) targets.push_back(target_of(p->node));
+  for (const auto& p : params) targets.push_back(gradient_target(p->node));
   const Node& root = impl_->computed_from ? impl_->computed_from : node();
   const std::unordered_map<const NodeData*, Node> grads =
       gradients(root, t_full(root->shape, 1.0, root->dtype, root->device()), targets);
@@ -98,7 +92,7 @@ void Tensor::backward() const {
                  "parameters with requires_grad_(); a realize() or detach() between them cuts the "
                  "graph)"));
   for (const auto& p : params) {
-    auto g = grads.find(target_of(p->node).get());
+    auto g = grads.find(gradient_target(p->node).get());
     if (g == grads.end()) continue;
     const Node grad = t_reshape(g->second, p->node->shape);
     Node sum = p->grad ? t_alu(Op::ADD, p->node->dtype, {p->grad->node, grad}) : grad;

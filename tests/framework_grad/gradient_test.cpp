@@ -385,6 +385,15 @@ TEST(Autograd, Layers) {
        {{2, 1, 6, 6}, {2, 1, 2, 2}},
        [](const Tensors& t) { return nn::conv2d(t[0], t[1], {}, {1, 1}, {0, 0}, {2, 2}); },
        [](const Arrays& x) { return laytest::conv2d(x[0], x[1], nullptr, Window{2, 2, 1, 1, 0, 0, 2, 2}, 1); }},
+      // Rows and columns no window reaches (the stride leaves 1 and 1 over), with strides, padding and dilation
+      // all at once; the weight is computed (not a buffer), so its gradient goes on through the square.
+      {"conv2d, stride 3 x 2, padding 0 x 1, dilation 1 x 2, a computed weight",
+       {{2, 3, 7, 8}, {4, 3, 2, 3}},
+       [](const Tensors& t) { return nn::conv2d(t[0], t[1] * t[1], {}, {3, 2}, {0, 1}, {1, 2}); },
+       [](const Arrays& x) {
+         const ref::Array w2 = ref::map(x[1], [](double v) { return v * v; });
+         return laytest::conv2d(x[0], w2, nullptr, Window{2, 3, 3, 2, 0, 1, 1, 2}, 1);
+       }},
       {"max_pool2d",
        {{1, 2, 4, 6}},
        [](const Tensors& t) { return nn::max_pool2d(t[0], {2, 3}); },
