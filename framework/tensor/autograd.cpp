@@ -68,6 +68,23 @@ void Tensor::zero_grad() {
   if (impl_) impl_->grad.reset();
 }
 
+void Tensor::set_grad(const Tensor& g) {
+  if (!impl_) throw InvalidArgument("set_grad: the tensor is empty (default-constructed)");
+  if (!g.defined()) throw InvalidArgument("set_grad: the gradient is empty (use zero_grad() to drop it)");
+  if (g.shape() != shape())
+    throw ShapeError(hcq::cat("set_grad: a gradient of shape ", shape_str(g.shape()), " for a tensor of shape ",
+                              shape_str(shape())));
+  if (g.dtype() != dtype())
+    throw DTypeError(hcq::cat("set_grad: a ", dtype_name(g.dtype()), " gradient for a ", dtype_name(dtype()),
+                              " tensor"));
+  if (g.device() != device())
+    throw InvalidArgument(hcq::cat("set_grad: a gradient on ", g.device(), " for a tensor on ", device(),
+                                   " (copy it with to() first)"));
+  auto fresh = std::make_shared<Impl>();
+  fresh->node = g.node();
+  impl_->grad = std::move(fresh);
+}
+
 Tensor Tensor::detach() const {
   if (node()->op == Op::DETACH) return *this;
   return Tensor(make_node(Op::DETACH, dtype(), {node()}));

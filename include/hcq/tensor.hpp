@@ -267,6 +267,9 @@ class Tensor {
   // an empty tensor (defined() false) before the first and after zero_grad().
   Tensor grad() const;
   void zero_grad();
+  // Replaces the accumulated gradient with g (this tensor's shape, dtype and device; ShapeError, DTypeError,
+  // InvalidArgument otherwise): what data-parallel training does with the allreduced sum of its replicas'.
+  void set_grad(const Tensor& g);
   // d(this)/d(t) added to t.grad() for every live tensor t with requires_grad that this depends on, through ops
   // that are not detached. This must be a float tensor of one element. InvalidArgument when no such tensor is
   // reached (a realize() between them cuts the graph, as a detach() does).

@@ -110,6 +110,24 @@ TEST(AutogradBackward, IntegerInputsGetNoGradient) {
   EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{2, 0, 1}));
 }
 
+// What data-parallel training does after the allreduce: the gradient is replaced, and the next backward() adds to
+// the new one.
+TEST(AutogradBackward, SetGradReplacesTheGradient) {
+  Tensor x = param({1, 2, 3});
+  (x * x).sum().backward();
+  x.set_grad(Tensor(std::vector<float>{10, 20, 30}, {3}));
+  (x * 3.0).sum().backward();
+  EXPECT_EQ(x.grad().data<float>(), (std::vector<float>{13, 23, 33}));
+  EXPECT_EQ(message_of<ShapeError>([&] { x.set_grad(Tensor::zeros({2})); }),
+            "set_grad: a gradient of shape (2,) for a tensor of shape (3,)");
+  EXPECT_EQ(message_of<DTypeError>([&] { x.set_grad(Tensor::zeros({3}, DType::float16)); }),
+            "set_grad: a float16 gradient for a float32 tensor");
+  EXPECT_EQ(message_of<InvalidArgument>([&] { x.set_grad(Tensor::zeros({3}).to("CPU:1")); }),
+            "set_grad: a gradient on CPU:1 for a tensor on CPU:0 (copy it with to() first)");
+  EXPECT_EQ(message_of<InvalidArgument>([&] { x.set_grad(Tensor()); }),
+            "set_grad: the gradient is empty (use zero_grad() to drop it)");
+}
+
 TEST(AutogradBackward, Misuse) {
   Tensor x = param({1, 2});
   EXPECT_EQ(message_of<ShapeError>([&] { (x * 2.0).backward(); }),

@@ -19,19 +19,22 @@
 #include "svg_plot.hpp"
 #include "train_models.hpp"
 #include "train_progress.hpp"
+#include "train_replicas.hpp"
 #include "train_report.hpp"
 
 namespace hcq::tool {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: hcq train [--model mlp|cnn] [--device D] [--epochs N] [--batch B] [--lr X] [--seed S] [--steps N]\n"
-    "                 [--data DIR] [--json] [--plot FILE] [--save FILE]\n"
+    "usage: hcq train [--model mlp|cnn] [--device D | --devices D1,D2,...] [--epochs N] [--batch B] [--lr X]\n"
+    "                 [--seed S] [--steps N] [--data DIR] [--json] [--plot FILE] [--save FILE]\n"
     "\n"
     "Trains on Fashion-MNIST (Debian's dataset-fashion-mnist, installed by scripts/setup.sh) under TinyJit and\n"
     "prints the test accuracy after each epoch.\n"
     "  --model   mlp: 784-128-10, Adam 1e-3, batch 128 (default); cnn: tinygrad's beautiful_mnist, batch 512\n"
     "  --device  any device `hcq info` lists (default HCQ_DEVICE, else CPU)\n"
+    "  --devices data-parallel over these devices: each batch sharded across them, the weights replicated, the\n"
+    "            gradients allreduced (e.g. CPU:0,CPU:1 or SIM-AMD:gfx1100,SIM-AMD:gfx1100:1)\n"
     "  --epochs  passes over the 60000 training images (default 1)\n"
     "  --batch, --lr   override the model's recipe\n"
     "  --seed    initial weights and batch order (default 0)\n"
@@ -49,6 +52,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
 struct Options {
   std::string model = "mlp", device, data = kFashionMnistDir, plot, save;
+  std::vector<std::string> devices;  // --devices
   int64_t epochs = 1, batch = 0, steps = 0;
   double lr = 0;
   uint64_t seed = 0;
@@ -69,6 +73,19 @@ bool parse_number(std::string_view s, T& out) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && end == s.data() + s.size();
   }
+}
+
+// "D1,D2,...": at least one name, none empty.
+bool parse_devices(std::string_view v, std::vector<std::string>& out) {
+  out.clear();
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    if (comma == start) return false;
+    out.emplace_back(v.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return !out.empty();
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -111,6 +128,7 @@ int run_train(std::span<const std::string_view> args) {
     bool ok = true;
     if (a == "--model") o.model = v;
     else if (a == "--device") o.device = v;
+    else if (a == "--devices") ok = parse_devices(v, o.devices);
     else if (a == "--data") o.data = v;
     else if (a == "--plot") o.plot = v;
     else if (a == "--save") o.save = v;
@@ -120,27 +138,32 @@ int run_train(std::span<const std::string_view> args) {
     else if (a == "--lr") ok = parse_number(v, o.lr) && o.lr > 0;
     else if (a == "--seed") ok = parse_number(v, o.seed);
     else return usage_error("unknown option '" + std::string(a) + "'", "train");
-    if (!ok) return usage_error(std::string(a) + ": '" + std::string(v) + "' is not a positive number", "train");
+    if (!ok)
+      return usage_error(std::string(a) + ": '" + std::string(v) + "' is not " +
+                             (a == "--devices" ? "a list of devices (D1,D2,...)" : "a positive number"),
+                         "train");
   }
+  if (!o.device.empty() && !o.devices.empty())
+    return usage_error("--device and --devices: give one of them", "train");
+  if (o.devices.empty()) o.devices = {o.device};
   std::FILE* const progress_out = o.json ? stderr : stdout;
 
   const FashionMnist data = load_fashion_mnist(o.data);
   Tensor::manual_seed(o.seed);
-  const std::unique_ptr<TrainModel> model = make_train_model(o.model, o.device);
-  if (!model) return usage_error("--model: '" + o.model + "' is not a model (mlp or cnn)", "train");
-  const std::string device = model->parameters()[0].device();
+  if (o.model != "mlp" && o.model != "cnn")
+    return usage_error("--model: '" + o.model + "' is not a model (mlp or cnn)", "train");
+  TrainReplicas replicas(o.model, o.devices, o.lr);
+  TrainModel* const model = &replicas.primary();
+  const std::string device = replicas.devices()[0];
+  std::string devices_text = device;
+  for (size_t k = 1; k < replicas.devices().size(); ++k) devices_text += "," + replicas.devices()[k];
   const int64_t batch = o.batch ? o.batch : model->default_batch();
-  optim::Adam opt(model->parameters(), o.lr ? o.lr : model->default_lr());
+  if (batch < static_cast<int64_t>(replicas.devices().size()))
+    return usage_error("--batch " + std::to_string(batch) + " is smaller than the " +
+                           std::to_string(replicas.devices().size()) + " devices it is shared among",
+                       "train");
 
-  TinyJit train_step([&](const std::vector<Tensor>& in) {
-    opt.zero_grad();
-    Tensor loss = nn::cross_entropy(model->forward(in[0]), in[1]);
-    loss.backward();
-    std::vector<Tensor> with = model->buffers();
-    with.push_back(loss);
-    opt.step(with);
-    return std::vector<Tensor>{loss};
-  });
+  TinyJit train_step([&](const std::vector<Tensor>& in) { return replicas.step(in); });
   TinyJit eval_step([&](const std::vector<Tensor>& in) {
     NoGrad no_grad;
     return std::vector<Tensor>{model->forward(in[0]).argmax(1).eq(in[1]).cast(DType::uint8)};
@@ -154,8 +177,8 @@ int run_train(std::span<const std::string_view> args) {
 
   const BatchSampler sampler(data.train.count, batch, o.seed);
   const int64_t steps = o.steps ? std::min(o.steps, sampler.batches_per_epoch()) : sampler.batches_per_epoch();
-  TrainReport report{o.model, device, {}, {}};
-  TrainPlot plot{o.model + " on " + device, {}, {}};
+  TrainReport report{o.model, devices_text, {}, {}};
+  TrainPlot plot{o.model + " on " + devices_text, {}, {}};
   int status = kExitOk;
   for (int64_t epoch = 1; epoch <= o.epochs && status == kExitOk && !g_interrupted; ++epoch) {
     const std::vector<int64_t> order = sampler.permutation(epoch - 1);
@@ -164,11 +187,12 @@ int run_train(std::span<const std::string_view> args) {
     const double epoch_start = now_s();
     double loss_sum = 0;
     int64_t done = 0;
-    model->set_training(true);
+    replicas.set_training(true);
     for (int64_t i = 0; i < steps && !g_interrupted; ++i) {
-      const Batch b = make_batch(data.train, sampler.batch(order, i), model->pixel_format(), device);
+      const std::vector<Tensor> shards = replicas.shard_batch(data.train, sampler.batch(order, i));
       const double t0 = now_s();
-      const double loss = train_step({b.images, b.labels})[0].item();
+      double loss = 0;
+      for (const Tensor& l : train_step(shards)) loss += l.item();
       report.step_ms.push_back((now_s() - t0) * 1e3);
       plot.step_loss.push_back(loss);
       if (!std::isfinite(loss)) {
@@ -184,7 +208,7 @@ int run_train(std::span<const std::string_view> args) {
     }
     bar.finish();
     if (status != kExitOk || g_interrupted) break;
-    model->set_training(false);
+    replicas.set_training(false);
     const double accuracy = test_accuracy(*model, eval_step, data.test, batch, device);
     report.epochs.push_back(
         {epoch, loss_sum / static_cast<double>(std::max<int64_t>(done, 1)), accuracy, now_s() - epoch_start});
