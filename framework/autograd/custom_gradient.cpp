@@ -41,7 +41,8 @@ std::vector<Node> custom_gradient(const Node& n, const Node& g) {
     std::lock_guard lock(g_mu);
     const int64_t k = n->i.at(0);
     if (k < 0 || k >= static_cast<int64_t>(rules().size()))
-      throw InvalidArgument(cat("autograd: a CUSTOM_GRAD node names gradient rule ", k, ", and ", rules().size(), " are registered"));
+      throw InvalidArgument(
+          cat("autograd: a CUSTOM_GRAD node names gradient rule ", k, ", and ", rules().size(), " are registered"));
     rule = rules()[static_cast<size_t>(k)].rule;
   }
   std::vector<Node> out{nullptr};

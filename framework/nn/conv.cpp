@@ -104,8 +104,7 @@ namespace {
 // The convolution itself (a cross-correlation, as PyTorch's), of an input already padded: the products of the
 // windows and the weight, summed over Cg, KH and KW.
 Tensor correlate(const Tensor& xp, const Tensor& weight, Pair stride, Pair dilation, int64_t groups) {
-  const int64_t n = xp.shape(0), cin = xp.shape(1), cout = weight.shape(0), kh = weight.shape(2),
-                kw = weight.shape(3);
+  const int64_t n = xp.shape(0), cin = xp.shape(1), cout = weight.shape(0), kh = weight.shape(2), kw = weight.shape(3);
   const Tensor win = sliding_windows(xp, {kh, kw}, stride, dilation);  // (N, Cin, OH, OW, KH, KW)
   const int64_t oh = win.shape(2), ow = win.shape(3), cg = cin / groups, og = cout / groups;
   // (N, G, 1, Cg, OH, OW, KH, KW) * (1, G, Og, Cg, 1, 1, KH, KW), summed over Cg, KH, KW.
@@ -176,9 +175,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   Tensor out = correlate(xp, weight, stride, dilation, groups);
   if (!fw::no_grad_active()) {
     static const int64_t rule = fw::register_custom_gradient("conv2d", &conv2d_gradient);
-    out = Tensor(fw::with_custom_gradient(out.node(), {x.node(), weight.node()}, rule,
-                                          {stride.first, stride.second, padding.first, padding.second,
-                                           dilation.first, dilation.second, groups}));
+    out = Tensor(fw::with_custom_gradient(
+        out.node(), {x.node(), weight.node()}, rule,
+        {stride.first, stride.second, padding.first, padding.second, dilation.first, dilation.second, groups}));
   }
   if (bias.defined()) out = out + bias.reshape({1, cout, 1, 1});
   return out;

@@ -75,11 +75,11 @@ void Tensor::set_grad(const Tensor& g) {
     throw ShapeError(hcq::cat("set_grad: a gradient of shape ", shape_str(g.shape()), " for a tensor of shape ",
                               shape_str(shape())));
   if (g.dtype() != dtype())
-    throw DTypeError(hcq::cat("set_grad: a ", dtype_name(g.dtype()), " gradient for a ", dtype_name(dtype()),
-                              " tensor"));
+    throw DTypeError(
+        hcq::cat("set_grad: a ", dtype_name(g.dtype()), " gradient for a ", dtype_name(dtype()), " tensor"));
   if (g.device() != device())
-    throw InvalidArgument(hcq::cat("set_grad: a gradient on ", g.device(), " for a tensor on ", device(),
-                                   " (copy it with to() first)"));
+    throw InvalidArgument(
+        hcq::cat("set_grad: a gradient on ", g.device(), " for a tensor on ", device(), " (copy it with to() first)"));
   auto fresh = std::make_shared<Impl>();
   fresh->node = g.node();
   impl_->grad = std::move(fresh);

@@ -143,8 +143,7 @@ int run_train(std::span<const std::string_view> args) {
                              (a == "--devices" ? "a list of devices (D1,D2,...)" : "a positive number"),
                          "train");
   }
-  if (!o.device.empty() && !o.devices.empty())
-    return usage_error("--device and --devices: give one of them", "train");
+  if (!o.device.empty() && !o.devices.empty()) return usage_error("--device and --devices: give one of them", "train");
   if (o.devices.empty()) o.devices = {o.device};
   std::FILE* const progress_out = o.json ? stderr : stdout;
 
