@@ -112,6 +112,10 @@ def check_framework_json(device, f):
     check(c["cached"] < c["cold"], f"{device}: compile_ms cached {c['cached']} not below cold {c['cold']}")
     check(abs(c["parallel_speedup"] - c["cold_serial"] / c["cold"]) <= 1e-3 * c["parallel_speedup"],
           f"{device}: compile_ms parallel_speedup {c}")
+    m = f["multi"]
+    if "unavailable" not in m:  # the data-parallel step over the device and its peer, and on the device alone
+        check(positive(m["dp_step_ms"]["devices"]) and positive(m["dp_step_ms"]["one"]),
+              f"{device}: multi dp_step_ms {m.get('dp_step_ms')}")
     j = f["jit"]
     check(set(j) == JIT_KEYS, f"{device}: jit keys {sorted(j)}")
     # A replay's fixed cost and a kernel launched eagerly are positive; a replayed kernel's slope is a fit (noise may
@@ -144,7 +148,7 @@ def check_table(hcq, device, copy_target, absent):
                # The allreduce over the device and its peer beside one peer copy; the forced algorithms' rows say
                # which one automatic chose.
                "multi allreduce": ">= 80% copy", "multi peer_copy_gbps": "(yardstick)", "multi direct_gbps": "",
-               "multi ring_gbps": ""}
+               "multi ring_gbps": "", "multi dp_step_ms": "(same batch of 128)"}
     # The float32 1024^3 and 2048^3 products against half the faster library, bf16 against 30 % of oneDNN's; the
     # other shapes are beside the libraries without a target.
     for key in MATMUL_QUICK:

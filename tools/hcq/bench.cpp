@@ -92,7 +92,9 @@ constexpr const char* kBenchHelp =
     "                                device and its peer (CPU:1, SIM-...:1, AMD:1), algorithm automatic:\n"
     "                                allreduce_gbps (bytes / time), bus_gbps (bytes each device receives per\n"
     "                                second), beside peer_copy_gbps (one copy of the bytes to the peer) and\n"
-    "                                of_bound (bus / peer copy, target >= 0.8); absent peer: \"unavailable\"\n"
+    "                                of_bound (bus / peer copy, target >= 0.8); dp_step_ms {devices, one}:\n"
+    "                                the MLP's jitted data-parallel step (hcq train --devices) over both\n"
+    "                                and on the device alone, same batch of 128; absent peer: \"unavailable\"\n"
     "               The same on every GPU; a simulated GPU's ewise and sum are on 4M floats, its products at most\n"
     "               128 along each dimension (host twins run its kernels). A build without the framework\n"
     "               reports \"unavailable\" and nulls.\n"
@@ -164,6 +166,7 @@ struct Config {
   int train_schedule_reps = 11;
   uint64_t multi_bytes = 64ull << 20;  // framework.multi's allreduce (bench_multi.hpp)
   int multi_runs = 7;
+  int multi_dp_steps = 21;  // framework.multi's data-parallel training steps
 
   static Config quick() {
     Config c;
@@ -179,6 +182,7 @@ struct Config {
     c.train_schedule_reps = 1;
     c.multi_bytes = 16ull << 20;
     c.multi_runs = 3;
+    c.multi_dp_steps = 3;
     return c;
   }
 };
@@ -449,7 +453,7 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
   if (r.framework.unavailable.empty())
     attempt(r, "train", [&] { r.train = measure_train(*dev, cfg.train_steps, cfg.train_schedule_reps); });
   if (r.framework.unavailable.empty())
-    attempt(r, "framework.multi", [&] { r.multi = measure_multi(*dev, cfg.multi_bytes, cfg.multi_runs); });
+    attempt(r, "framework.multi", [&] { r.multi = measure_multi(*dev, cfg.multi_bytes, cfg.multi_runs, cfg.multi_dp_steps); });
 #else
   r.framework.unavailable = "this hcq is built without the framework";
 #endif
@@ -527,6 +531,7 @@ void print_framework_json(JsonWriter& w, const FrameworkBenchResult& f, const Mu
       .field("direct_gbps", m.direct_gbps)
       .field("ring_gbps", m.ring_gbps)
       .field("of_bound", m.bus_gbps / m.peer_copy_gbps);
+  w.key("dp_step_ms").begin_object().field("devices", m.dp_step_ms).field("one", m.one_device_step_ms).end_object();
   if (!m.unavailable.empty()) w.field("unavailable", m.unavailable);
   w.end_object();
   if (!f.unavailable.empty()) w.field("unavailable", f.unavailable);
@@ -694,6 +699,8 @@ void print_framework_rows(const DeviceResult& r) {
   print_row(r, "fw multi peer_copy_gbps", fixed(m.peer_copy_gbps, 2), "(yardstick)");
   print_row(r, "fw multi direct_gbps", fixed(m.direct_gbps, 2), "(" + m.algorithm + " chosen)");
   print_row(r, "fw multi ring_gbps", fixed(m.ring_gbps, 2));
+  print_row(r, "fw multi dp_step_ms", fixed(m.dp_step_ms, 3) + " (one device " + fixed(m.one_device_step_ms, 3) + ")",
+            "(same batch of 128)");
 }
 
 void print_table(const std::vector<DeviceResult>& results, const Config& cfg) {

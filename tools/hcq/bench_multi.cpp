@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -9,9 +10,11 @@
 #include "hcq/buffer.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
+#include "hcq/jit.hpp"
 #include "hcq/multi.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
+#include "train_replicas.hpp"
 
 namespace hcq::tool {
 
@@ -24,6 +27,47 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The MLP's jitted training step (TrainReplicas, as `hcq train --devices` runs it) over `devices`, on a fixed
+// synthetic batch of 128 rows sharded as hcq train shards it: the median milliseconds of `steps` replays, the loss
+// read back. The loss must fall: a step that trains nothing is no measurement.
+double dp_step_ms(const std::vector<std::string>& devices, int steps) {
+  TrainReplicas replicas("mlp", devices, 0);
+  constexpr size_t kBatch = 128;
+  std::vector<Tensor> shards;
+  size_t start = 0;
+  for (size_t r = 0; r < devices.size(); ++r) {
+    const size_t rows = kBatch / devices.size() + (r < kBatch % devices.size() ? 1 : 0);
+    std::vector<float> x(rows * 784);
+    std::vector<int32_t> y(rows);
+    for (size_t k = 0; k < x.size(); ++k)
+      x[k] = static_cast<float>(((start * 784 + k) * 2654435761u) % 1000) / 1000.0f;
+    for (size_t k = 0; k < rows; ++k) y[k] = static_cast<int32_t>((start + k) % 10);
+    const auto n = static_cast<int64_t>(rows);
+    shards.push_back(Tensor(x, {n, 1, 28, 28}, replicas.devices()[r]));
+    shards.push_back(Tensor(y, {n}, replicas.devices()[r]));
+    start += rows;
+  }
+  TinyJit step([&](const std::vector<Tensor>& in) { return replicas.step(in); });
+  auto loss_of = [&] {
+    double loss = 0;
+    for (const Tensor& l : step(shards)) loss += l.item();
+    return loss;
+  };
+  double first = 0;
+  for (int k = 0; k < 3; ++k) first = loss_of();  // run, capture, first replay
+  std::vector<double> ms;
+  double last = first;
+  for (int k = 0; k < steps; ++k) {
+    const auto t0 = Clock::now();
+    last = loss_of();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  if (!(std::isfinite(last) && last < first))
+    throw Error(cat("framework.multi: the data-parallel step did not train: loss ", first, " after the capture, ",
+                    last, " after ", steps, " more steps"));
+  return median(ms);
+}
+
 }  // namespace
 
 std::string peer_of(const std::string& device) {
@@ -34,7 +78,7 @@ std::string peer_of(const std::string& device) {
   return device.substr(0, colon) + (device.substr(colon + 1) == "1" ? ":0" : ":1");
 }
 
-MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs) {
+MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_steps) {
   MultiBenchResult r;
   r.peer = peer_of(dev.name());
   Device* peer = nullptr;
@@ -97,6 +141,8 @@ MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs) {
   r.peer_copy_gbps = b / median(copy_s) / 1e9;
   r.allreduce_gbps = r.algorithm == "ring" ? r.ring_gbps : r.direct_gbps;
   r.bus_gbps = r.allreduce_gbps * 2.0 * (2 - 1) / 2;  // N = 2
+  r.one_device_step_ms = dp_step_ms({devs[0]}, dp_steps);
+  r.dp_step_ms = dp_step_ms(devs, dp_steps);
   return r;
 }
 

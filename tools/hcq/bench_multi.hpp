@@ -8,7 +8,9 @@
 //   of_bound         bus_gbps / peer_copy_gbps: an allreduce moves 2(N-1)/N of the tensor into each device, so
 //                    with copies no faster than one peer copy that is the bound (target >= 0.8)
 //   direct_gbps, ring_gbps: allreduce_gbps with each algorithm forced (what the automatic choice is based on)
-// Medians of `runs`; one untimed run first (the kernels compiled, the schedule cached).
+//   dp_step_ms   {devices, one}: the MLP's jitted data-parallel Adam step (`hcq train --devices`) over the device
+//                and its peer, and on the device alone, on the same global batch of 128 (a fixed synthetic one)
+// Medians of `runs` (steps: `dp_steps`); one untimed run first (the kernels compiled, the schedule cached).
 #pragma once
 
 #include <cstdint>
@@ -29,10 +31,11 @@ struct MultiBenchResult {
   uint64_t bytes = 0;
   double allreduce_gbps = kNotMeasured, bus_gbps = kNotMeasured, peer_copy_gbps = kNotMeasured;
   double direct_gbps = kNotMeasured, ring_gbps = kNotMeasured;  // each algorithm forced, same bytes
+  double dp_step_ms = kNotMeasured, one_device_step_ms = kNotMeasured;
 };
 
 // The second device of dev's kind, or "" when there is none by that naming.
 std::string peer_of(const std::string& device);
-MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs);
+MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_steps);
 
 }  // namespace hcq::tool
