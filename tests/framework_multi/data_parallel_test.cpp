@@ -50,6 +50,35 @@ TEST_P(FrameworkMultiDataParallel, AllreducedReplicaGradientsEqualTheFullBatchGr
   }
 }
 
+// Autograd through a MultiTensor: one parameter on the first device, replicated (a copy to each device), the batch
+// sharded, the loss a reduction over the split axis (partial sums allreduced). backward() from one device's copy
+// of the loss flows back through the allreduce's and the replication's copies: the parameter gets the whole
+// batch's gradient, with no allreduce written by hand.
+TEST_P(FrameworkMultiDataParallel, GradientsFlowThroughShardedOps) {
+  const std::vector<std::string> devs = devices(static_cast<size_t>(GetParam()));
+  const int B = 7, K = 3;
+  std::vector<float> x(B * K), w(K);
+  for (int i = 0; i < B * K; ++i) x[static_cast<size_t>(i)] = static_cast<float>((i * 5) % 7 - 3) / 4;
+  for (int i = 0; i < K; ++i) w[static_cast<size_t>(i)] = static_cast<float>(i - 1) / 2;
+  // L = sum_i (x_i . w)^2: dL/dw = 2 sum_i (x_i . w) x_i.
+  std::vector<double> want(K, 0);
+  for (int i = 0; i < B; ++i) {
+    double y = 0;
+    for (int k = 0; k < K; ++k) y += double(x[i * K + k]) * w[k];
+    for (int k = 0; k < K; ++k) want[static_cast<size_t>(k)] += 2 * y * x[i * K + k];
+  }
+  Tensor param = Tensor(w, {K, 1}, devs[0]).requires_grad_();
+  const MultiTensor xs = Tensor(x, {B, K}).shard(devs, 0);
+  const MultiTensor y = xs.matmul(MultiTensor::replicate(param, devs));  // (B, 1), split by rows
+  const MultiTensor loss = (y * y).sum();                                 // replicated
+  ASSERT_TRUE(loss.is_replicated());
+  loss.parts()[0].backward();
+  ASSERT_TRUE(param.grad().defined());
+  const std::vector<float> got = param.grad().data<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-4 * (1 + std::fabs(want[k]))) << k;
+}
+
 INSTANTIATE_TEST_SUITE_P(Framework, FrameworkMultiDataParallel, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "Devices"; });
 
