@@ -254,7 +254,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
 
   // TinyJit capture: the sink keeps the bound steps; nothing runs.
   CaptureSink* const capture = capture_sink();
-  if (capture) capture->record(sched, bufs, call.bound);
+  if (capture) capture->record(sched, bufs, call.bound, call.buffers);
   const std::span<const Step> run_steps = capture ? std::span<const Step>() : std::span<const Step>(s.steps);
 
   // Run: consecutive kernels of a device go into one submission; a copy submits what is pending first.

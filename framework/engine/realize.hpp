@@ -47,9 +47,10 @@ size_t schedule_only(const std::vector<Node>& roots, bool* hit);
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
-  // `bound`: the BIND node that gave each of the call's variables (Schedule::vars) its value, by number.
+  // `bound`: the BIND node that gave each of the call's variables (Schedule::vars) its value, by number;
+  // `params`: the BUFFER node of each of the call's parameters (the first slots).
   virtual void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-                      std::vector<Node> bound) = 0;
+                      std::vector<Node> bound, const std::vector<Node>& params) = 0;
   virtual void host_read() = 0;
   // A random tensor built during the capture: its key (framework/tensor/rng.hpp) is bound to variable `key` (a
   // DEFINE_VAR), drawn as the k-th.

@@ -2,12 +2,27 @@
 
 #include <utility>
 
+#include "framework/tensor/build.hpp"
+#include "hcq/dtype.hpp"
+#include "hcq/error.hpp"
 #include "hcq/jit.hpp"
 
 namespace hcq::fw {
 
 void Capture::record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-                     std::vector<Node> bound) {
+                     std::vector<Node> bound, const std::vector<Node>& params) {
+  // The replay binds inputs by memory: a closed-over tensor on an input's buffer would read each later call's input
+  // in its place, where the function meant the tensor it closed over.
+  for (const Node& p : params)
+    for (size_t k = 0; k < inputs_.size(); ++k)
+      if (inputs_[k] && p != inputs_[k] && p->payload == inputs_[k]->payload)
+        throw JitError(
+            hcq::cat("TinyJit: input ", k, " (", shape_str(shapes_[k]), " ", dtype_name(p->dtype), " on ", p->device(),
+                     ") is also a tensor the jitted function closes over (the same buffer): the replay binds inputs by "
+                     "memory, so later calls would read their own input ",
+                     k,
+                     " where the function reads the closed-over "
+                     "tensor. Pass it only as an input (use the function's argument), or only close over it"));
   records_.push_back(Record{std::move(schedule), std::move(bufs), std::move(bound)});
 }
 

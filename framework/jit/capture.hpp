@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "framework/engine/realize.hpp"
@@ -13,6 +14,12 @@ namespace hcq::fw {
 
 class Capture : public CaptureSink {
  public:
+  // `inputs`: the BUFFER nodes the jitted function gets for its tensor inputs (null for a bound Variable), and the
+  // inputs' shapes. Any other node over one of their buffers is a tensor the function closes over that is also an
+  // input: JitError.
+  Capture(std::vector<Node> inputs, std::vector<Shape> shapes)
+      : inputs_(std::move(inputs)), shapes_(std::move(shapes)) {}
+
   struct Record {
     std::shared_ptr<const Schedule> schedule;   // owns the kernels the steps launch
     std::vector<std::shared_ptr<Buffer>> bufs;  // per slot
@@ -20,7 +27,7 @@ class Capture : public CaptureSink {
   };
 
   void record(std::shared_ptr<const Schedule> schedule, std::vector<std::shared_ptr<Buffer>> bufs,
-              std::vector<Node> bound) override;
+              std::vector<Node> bound, const std::vector<Node>& params) override;
   // A host read cannot be captured: the replay would not read again, and nothing has run yet to read.
   [[noreturn]] void host_read() override;
   void rng_draw(const Node& key, uint64_t k) override;
@@ -35,6 +42,8 @@ class Capture : public CaptureSink {
   const std::vector<Draw>& draws() const { return draws_; }
 
  private:
+  std::vector<Node> inputs_;
+  std::vector<Shape> shapes_;
   std::vector<Record> records_;
   std::vector<Draw> draws_;
 };

@@ -133,11 +133,19 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
     return out;
   }
   m.signature.check(inputs);
-  Capture capture;
+  const std::vector<Tensor> fn_inputs = function_inputs(inputs, bufs, false);
+  std::vector<Node> input_nodes;  // the BUFFER under each tensor input (the function's own alias of the caller's)
+  std::vector<Shape> input_shapes;
+  for (const Tensor& t : fn_inputs) {
+    const Node& n = t.node();
+    input_nodes.push_back(n->op == Op::BIND ? nullptr : n->op == Op::RESHAPE ? n->src[0] : n);
+    input_shapes.push_back(t.shape());
+  }
+  Capture capture(std::move(input_nodes), std::move(input_shapes));
   std::vector<Tensor> captured;
   {
     CaptureScope scope(capture);
-    captured = run_function(m.fn, function_inputs(inputs, bufs, false));
+    captured = run_function(m.fn, fn_inputs);
   }
   // The outputs as their buffers only: their lazy graphs (and through them the intermediates they were computed
   // from) go now, so that memory planning finds those intermediates held by nothing but the capture.

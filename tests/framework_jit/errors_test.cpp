@@ -60,6 +60,23 @@ TEST(FrameworkJitErrors, InputPassedTwice) {
   EXPECT_EQ(jit_error([&] { jit({x, x.reshape({2, 2})}); }), want) << "two views of one buffer";
 }
 
+// A tensor the function closes over, passed as an input too: the replay binds inputs by memory, so a later call's
+// input would be read where the function reads the closed-over tensor. Refused at the capture.
+TEST(FrameworkJitErrors, InputAlsoClosedOver) {
+  Tensor w(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  TinyJit jit([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + w.reshape({4})}; });
+  EXPECT_EQ(jit({w.reshape({4})})[0].data<float>(), (std::vector<float>{2, 4, 6, 8}));  // call 0 runs eagerly
+  EXPECT_EQ(jit_error([&] { jit({w.reshape({4})}); }),
+            "TinyJit: input 0 ((4,) float32 on " + w.device() +
+                ") is also a tensor the jitted function closes over (the same buffer): the replay binds inputs by "
+                "memory, so later calls would read their own input 0 where the function reads the closed-over "
+                "tensor. Pass it only as an input (use the function's argument), or only close over it");
+  // Another tensor as the input is fine: the closed-over one stays fixed.
+  Tensor x(std::vector<float>{10, 20, 30, 40}, {4});
+  TinyJit ok([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + w.reshape({4})}; });
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(ok({x})[0].data<float>(), (std::vector<float>{11, 22, 33, 44}));
+}
+
 TEST(FrameworkJitErrors, ChangedSignatureNamesWhatChanged) {
   TinyJit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; });
   Tensor a(std::vector<float>{1, 2, 3, 4}, {4}), b(std::vector<float>{1, 1, 1, 1}, {4});

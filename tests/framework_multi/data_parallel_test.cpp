@@ -70,7 +70,7 @@ TEST_P(FrameworkMultiDataParallel, GradientsFlowThroughShardedOps) {
   Tensor param = Tensor(w, {K, 1}, devs[0]).requires_grad_();
   const MultiTensor xs = Tensor(x, {B, K}).shard(devs, 0);
   const MultiTensor y = xs.matmul(MultiTensor::replicate(param, devs));  // (B, 1), split by rows
-  const MultiTensor loss = (y * y).sum();                                 // replicated
+  const MultiTensor loss = (y * y).sum();                                // replicated
   ASSERT_TRUE(loss.is_replicated());
   loss.parts()[0].backward();
   ASSERT_TRUE(param.grad().defined());

@@ -453,7 +453,8 @@ DeviceResult bench_device(const std::string& name, const Config& cfg) {
   if (r.framework.unavailable.empty())
     attempt(r, "train", [&] { r.train = measure_train(*dev, cfg.train_steps, cfg.train_schedule_reps); });
   if (r.framework.unavailable.empty())
-    attempt(r, "framework.multi", [&] { r.multi = measure_multi(*dev, cfg.multi_bytes, cfg.multi_runs, cfg.multi_dp_steps); });
+    attempt(r, "framework.multi",
+            [&] { r.multi = measure_multi(*dev, cfg.multi_bytes, cfg.multi_runs, cfg.multi_dp_steps); });
 #else
   r.framework.unavailable = "this hcq is built without the framework";
 #endif

@@ -39,8 +39,7 @@ double dp_step_ms(const std::vector<std::string>& devices, int steps) {
     const size_t rows = kBatch / devices.size() + (r < kBatch % devices.size() ? 1 : 0);
     std::vector<float> x(rows * 784);
     std::vector<int32_t> y(rows);
-    for (size_t k = 0; k < x.size(); ++k)
-      x[k] = static_cast<float>(((start * 784 + k) * 2654435761u) % 1000) / 1000.0f;
+    for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(((start * 784 + k) * 2654435761u) % 1000) / 1000.0f;
     for (size_t k = 0; k < rows; ++k) y[k] = static_cast<int32_t>((start + k) % 10);
     const auto n = static_cast<int64_t>(rows);
     shards.push_back(Tensor(x, {n, 1, 28, 28}, replicas.devices()[r]));
@@ -63,8 +62,8 @@ double dp_step_ms(const std::vector<std::string>& devices, int steps) {
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   if (!(std::isfinite(last) && last < first))
-    throw Error(cat("framework.multi: the data-parallel step did not train: loss ", first, " after the capture, ",
-                    last, " after ", steps, " more steps"));
+    throw Error(cat("framework.multi: the data-parallel step did not train: loss ", first, " after the capture, ", last,
+                    " after ", steps, " more steps"));
   return median(ms);
 }
 
