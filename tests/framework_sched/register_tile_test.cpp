@@ -374,8 +374,8 @@ class ConvolutionValues {
                     if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
                     want += double(gv[static_cast<size_t>(((b * O + o) * OH + oy) * OW + ox)]) * Wt(o, c, ky, kx);
                   }
-            ASSERT_NEAR(dx[at], want, 1e-4 * (1 + std::abs(want))) << "input gradient " << b << ", " << c << ", " << y
-                                                                    << ", " << xx;
+            ASSERT_NEAR(dx[at], want, 1e-4 * (1 + std::abs(want)))
+                << "input gradient " << b << ", " << c << ", " << y << ", " << xx;
           }
   }
 };
