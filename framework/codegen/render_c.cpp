@@ -185,11 +185,13 @@ class CRenderer {
     // A convolution's window read gathers its column operand: its output ranges may tile better merged into one
     // (merge_for_tile); the kernel is then rendered from the merged form (its name stays the original's).
     std::vector<int64_t> merged_axes;
-    // A weight gradient's tile (its K spans the batch: packed in blocks already, every row reusing each block) is
-    // kept: merged, its 3x3 and 5x5 windows ran slower (docs/performance.md, "Convolutions").
+    // A gathered tile whose panel is packed in blocks (a weight gradient: K spans the batch) merges its rows instead
+    // (merge_rows_for_tile): merged columns would gather runs of one window row, 3 or 5 lanes long.
     bool tiled = choose_tile(kernel, out_ranges);
-    if (!tiled || (tile_.gather && tile_.k_block == 0)) {
-      if (Node merged = merge_for_tile(kernel, out_ranges, merged_axes)) {
+    if (!tiled || tile_.gather) {
+      const bool rows = tiled && tile_.k_block > 0;
+      if (Node merged = rows ? merge_rows_for_tile(kernel, out_ranges, tile_, merged_axes)
+                             : merge_for_tile(kernel, out_ranges, merged_axes)) {
         const Tile before = tile_;
         const NodeData* before_lane = lane_;
         const int64_t before_upcast = upcast_;
@@ -197,13 +199,14 @@ class CRenderer {
         out_ranges_ = merged_ranges;
         tile_ = Tile{};
         deps_.clear();
-        merged_ = true;
+        merged_ = !rows;
+        merged_rows_ = rows;
         if (choose_tile(merged, merged_ranges)) {
           kernel = merged;
           out_ranges = merged_ranges;
           tiled = true;
         } else {
-          merged_ = false;
+          merged_ = merged_rows_ = false;
           out_ranges_ = out_ranges;
           tile_ = before;
           lane_ = before_lane;
@@ -612,9 +615,6 @@ class CRenderer {
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
-    int64_t max_id = 0;
-    for (const NodeData* n : toposort({kernel}))
-      if (n->op == Op::RANGE) max_id = std::max(max_id, n->i[0]);
     for (int first = 0; first < 2; ++first) {
       const NodeData* a = reduce->src[0]->src[first].get();
       const NodeData* b = reduce->src[0]->src[1 - first].get();
@@ -642,28 +642,59 @@ class CRenderer {
         }
       }
       if (from == 0) continue;
-      {
-        const size_t n = from - 1;
-        int64_t extent = 1;
-        for (size_t m = n; m < b_only.size(); ++m) extent *= b_only[m]->i[1];
-        const std::vector<const NodeData*> merged(b_only.begin() + static_cast<std::ptrdiff_t>(n), b_only.end());
-        const Node p = make_node(Op::RANGE, kIndex, {}, {max_id + 1, extent, 0});
-        std::unordered_map<const NodeData*, Node> memo;
-        int64_t inner = extent;
-        merged_parts_.clear();
-        for (const NodeData* r : merged) {
-          inner /= r->i[1];
-          Node v = inner > 1 ? idx_div(p, inner) : p;
-          if (r != merged.front()) v = idx_mod(v, r->i[1]);
-          memo[r] = v;
-          merged_parts_.push_back({v, r->i[1], inner});
-          axes.push_back(axis_of(r, out_ranges));
-        }
-        deps_.clear();
-        return substitute(kernel, memo);
-      }
+      return merge_ranges(kernel, {b_only.begin() + static_cast<std::ptrdiff_t>(from - 1), b_only.end()}, out_ranges,
+                          axes);
     }
     return nullptr;
+  }
+
+  // Merged rows for a convolution's weight gradient (MERGE, the rows): dW[co, ci, ky, kx] is a sum over the batch
+  // and the image of g[b, co, y, x] * in[b, ci, y + ky, x + kx]. Tiled as it comes, the rows are one of ci, ky, kx
+  // and the columns co, whose g is read 400 floats apart and gathered into the panel, once per (ky, kx) outside the
+  // tile: 25 times over for a 5x5 window. With ci, ky, kx merged into one row range, every row of the 800 reads
+  // the same panel of g, gathered once per block of the batch; a row's value is a plain load of the input (its
+  // divisions are per row step, outside the k loops). `t` is the tile chosen for the kernel as it comes.
+  Node merge_rows_for_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges, const Tile& t,
+                           std::vector<int64_t>& axes) {
+    if (facts_.target != Target::cpu || !facts_.optimize || !t.gather || t.k_block == 0) return nullptr;
+    // The operand that reads several output ranges the other does not (the input's ci, ky, kx) becomes the rows,
+    // whichever side of the tile it was on.
+    for (const NodeData* x : {t.a, t.b}) {
+      const NodeData* y = x == t.a ? t.b : t.a;
+      const std::vector<const NodeData*> dx = deps(x), dy = deps(y);
+      std::vector<const NodeData*> only;
+      for (const NodeData* r : out_ranges)
+        if (std::find(dx.begin(), dx.end(), r) != dx.end() && std::find(dy.begin(), dy.end(), r) == dy.end())
+          only.push_back(r);
+      if (only.size() >= 2) return merge_ranges(kernel, only, out_ranges, axes);
+    }
+    return nullptr;
+  }
+
+  // The kernel with output ranges `merged` (outermost first) replaced by one new range p (an id after every other),
+  // each range r by (p / the extents inside it) % its extent; merged_parts_ records those values, `axes` the ranges'
+  // axes.
+  Node merge_ranges(const Node& kernel, const std::vector<const NodeData*>& merged,
+                    const std::vector<const NodeData*>& out_ranges, std::vector<int64_t>& axes) {
+    int64_t max_id = 0, extent = 1;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::RANGE) max_id = std::max(max_id, n->i[0]);
+    for (const NodeData* r : merged) extent *= r->i[1];
+    const Node p = make_node(Op::RANGE, kIndex, {}, {max_id + 1, extent, 0});
+    std::unordered_map<const NodeData*, Node> memo;
+    int64_t inner = extent;
+    merged_parts_.clear();
+    axes.clear();
+    for (const NodeData* r : merged) {
+      inner /= r->i[1];
+      Node v = inner > 1 ? idx_div(p, inner) : p;
+      if (r != merged.front()) v = idx_mod(v, r->i[1]);
+      memo[r] = v;
+      merged_parts_.push_back({v, r->i[1], inner});
+      axes.push_back(axis_of(r, out_ranges));
+    }
+    deps_.clear();
+    return substitute(kernel, memo);
   }
   // `n` with the nodes that are keys of `memo` replaced by their values (and memo filled with the rest).
   static Node substitute(const Node& n, std::unordered_map<const NodeData*, Node>& memo) {
@@ -710,7 +741,8 @@ class CRenderer {
         if (!has(da, i) || has(db, i)) continue;
         for (const NodeData* j : out_ranges) {
           if (!has(db, j) || has(da, j)) continue;
-          if (merged_ && j != out_ranges.back()) continue;  // the merged range is the columns (merge_for_tile)
+          if (merged_ && j != out_ranges.back()) continue;       // the merged range is the columns (merge_for_tile)
+          if (merged_rows_ && i != out_ranges.back()) continue;  // ... or the rows (merge_rows_for_tile)
           Tile t;
           t.a = a;
           t.b = b;
@@ -727,7 +759,7 @@ class CRenderer {
         }
       }
     }
-    if ((!tile_.i || tile_.gather) && !merged_) {
+    if ((!tile_.i || tile_.gather) && !merged_ && !merged_rows_) {
       Tile d;
       if (choose_dot_tile(body, reduce, ks, d)) tile_ = d;
     }
@@ -1509,10 +1541,11 @@ class CRenderer {
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
-  bool vec_ = false;        // GPU: lanes are vectors of upcast_ outputs (choose_vectors)
-  bool tail_ = false;       // ...and some runs are partial: lanes guarded by lane_guard_ where !full
-  std::string lane_guard_;  // "r1 + u < 1023": lane u of this run is an output
-  bool merged_ = false;     // the tile's columns are merged output ranges (merge_for_tile)
+  bool vec_ = false;          // GPU: lanes are vectors of upcast_ outputs (choose_vectors)
+  bool tail_ = false;         // ...and some runs are partial: lanes guarded by lane_guard_ where !full
+  std::string lane_guard_;    // "r1 + u < 1023": lane u of this run is an output
+  bool merged_ = false;       // the tile's columns are merged output ranges (merge_for_tile)
+  bool merged_rows_ = false;  // its rows are (merge_rows_for_tile)
   struct MergedPart {
     Node node;  // the merged range's value in terms of the new one: (p / inner) % extent
     int64_t extent, inner;

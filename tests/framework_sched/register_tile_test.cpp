@@ -414,6 +414,52 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionColumnsMergedWithPaddingAndWorker
             "r_16_8_10_10_3_3_16_up4x64 MERGE(0,2,3) THREAD(1,2) UPCAST(0,4) UPCAST(1,64) PACK(1)\n");
 }
 
+// Merged rows (MERGE on the rows): a weight gradient over a batch large enough that its gathered panel is packed in
+// blocks has its ci, ky, kx merged into one row range, all of whose rows read one panel of the output gradient.
+// One input channel (conv1 of the CNN: 5 x 5 = 25 rows) and eight (8 x 3 x 3 = 72), against double loops.
+TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientRowsMerged) {
+  std::vector<std::string> merged;
+  set_render_hook([&](RenderedKernel& rk) {
+    if (rk.opts.find("MERGE(") != std::string::npos) merged.push_back(rk.name + " " + rk.opts);
+  });
+  auto check = [](int64_t B, int64_t C, int64_t H, int64_t O, int64_t Kk) {
+    const int64_t OH = H - Kk + 1;
+    const std::vector<float> xv = values(B * C * H * H, 1.0f, 31), wv = values(O * C * Kk * Kk, 0.5f, 32),
+                             gv = values(B * O * OH * OH, 1.0f, 33);
+    Tensor w(wv, {O, C, Kk, Kk});
+    w.requires_grad_();
+    (nn::conv2d(Tensor(xv, {B, C, H, H}), w) * Tensor(gv, {B, O, OH, OH})).sum().backward();
+    const std::vector<float> got = w.grad().data<float>();
+    ASSERT_EQ(got.size(), wv.size());
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t ky = 0; ky < Kk; ++ky)
+          for (int64_t kx = 0; kx < Kk; ++kx) {
+            double want = 0;
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t y = 0; y < OH; ++y)
+                for (int64_t x = 0; x < OH; ++x)
+                  want += double(gv[static_cast<size_t>(((b * O + o) * OH + y) * OH + x)]) *
+                          xv[static_cast<size_t>(((b * C + c) * H + y + ky) * H + x + kx)];
+            ASSERT_NEAR(got[static_cast<size_t>(((o * C + c) * Kk + ky) * Kk + kx)], want, 1e-3 * (1 + std::abs(want)))
+                << o << ", " << c << ", " << ky << ", " << kx;
+          }
+  };
+  check(32, 1, 20, 32, 5);
+  check(16, 8, 18, 16, 3);
+  set_render_hook({});
+  std::string m;
+  for (const std::string& x : merged) m += x + "\n";
+  if (GetParam()) {
+    EXPECT_EQ(m, "");
+    return;
+  }
+  // (Whether the second one merges depends on its blocking: its values are what this checks.)
+  EXPECT_NE(m.find("r_32_5_5_32_16_16_up5x32 MERGE(1,2) THREAD(1,2) UPCAST(1,5) UPCAST(0,32) PACK(0)\n"),
+            std::string::npos)
+      << m;
+}
+
 INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkRegisterTileValues, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "NoOpt" : "Opt"; });
 
