@@ -1020,6 +1020,7 @@ class CRenderer {
           m[parts[n].node.get()] = v;
         }
         m[parts.back().node.get()] = "tx";
+        m[t.j] = "(tp + tx - tq)";  // the merged range itself, should B read it other than through its parts
         // One vector per run, its tail masked (a run is at most an image row: interleaved vectors would leave
         // every run to the scalar remainder).
         run->lines.push_back(k_loops + "_Pragma(\"clang loop vectorize_width(" + std::to_string(V) +
