@@ -13,6 +13,7 @@
 #include "framework/codegen/c_prelude.hpp"
 #include "framework/codegen/render.hpp"
 #include "framework/ir/shape_of.hpp"
+#include "framework/ir/symbolic.hpp"
 #include "framework/schedule/lower.hpp"
 #include "hcq/error.hpp"
 
@@ -138,13 +139,9 @@ class CRenderer {
  public:
   explicit CRenderer(const TargetFacts& facts) : facts_(facts) {}
 
-  RenderedKernel render(const Node& kernel) {
-    const Node& store = kernel->src.at(0);
-    // Output ranges: the RANGEs of the store's index, by id.
-    std::vector<const NodeData*> out_ranges;
-    for (const NodeData* n : toposort({store->src[1]}))
-      if (n->op == Op::RANGE && n->i[2] == 0) out_ranges.push_back(n);
-    std::sort(out_ranges.begin(), out_ranges.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
+  RenderedKernel render(const Node& original) {
+    Node kernel = original;
+    std::vector<const NodeData*> out_ranges = output_ranges(kernel);
     out_ranges_ = out_ranges;
 
     RenderedKernel rk;
@@ -185,15 +182,57 @@ class CRenderer {
     if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= kSplitWork)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
     rk.global = {groups, 1, 1};
-    if (choose_tile(kernel, out_ranges)) {
+    // A convolution's window read gathers its column operand: its output ranges may tile better merged into one
+    // (merge_for_tile); the kernel is then rendered from the merged form (its name stays the original's).
+    std::vector<int64_t> merged_axes;
+    // A gathered tile whose panel is packed in blocks (a weight gradient: K spans the batch) merges its rows instead
+    // (merge_rows_for_tile): merged columns would gather runs of one window row, 3 or 5 lanes long.
+    bool tiled = choose_tile(kernel, out_ranges);
+    if (!tiled || tile_.gather) {
+      const bool rows = tiled && tile_.k_block > 0;
+      if (Node merged = rows ? merge_rows_for_tile(kernel, out_ranges, tile_, merged_axes)
+                             : merge_for_tile(kernel, out_ranges, merged_axes)) {
+        const Tile before = tile_;
+        const NodeData* before_lane = lane_;
+        const int64_t before_upcast = upcast_;
+        const std::vector<const NodeData*> merged_ranges = output_ranges(merged);
+        out_ranges_ = merged_ranges;
+        tile_ = Tile{};
+        deps_.clear();
+        merged_ = !rows;
+        merged_rows_ = rows;
+        if (choose_tile(merged, merged_ranges)) {
+          kernel = merged;
+          out_ranges = merged_ranges;
+          tiled = true;
+        } else {
+          merged_ = merged_rows_ = false;
+          out_ranges_ = out_ranges;
+          tile_ = before;
+          lane_ = before_lane;
+          upcast_ = before_upcast;
+          deps_.clear();
+          merged_axes.clear();
+        }
+      }
+    }
+    const Node& store = kernel->src.at(0);
+    if (tiled) {
       // Whole tiles per worker: the split range's extent, in row steps when it is the rows (render_tile).
       const NodeData* split = tile_split(tile_);
-      const int64_t parts = split == tile_.i ? tile_.i->i[1] / tile_.rows : split->i[1];
+      const int64_t parts = split == tile_.i   ? tile_.i->i[1] / tile_.rows
+                            : split == tile_.j ? tile_.j->i[1] / upcast_
+                                               : split->i[1];
       groups = static_cast<uint32_t>(std::min<int64_t>(parts, facts_.workers));
       if (work < kSplitWork) groups = 1;
       rk.global = {groups, 1, 1};
       rk.name += tag("_up", tile_.rows) + tag("x", upcast_);
       rk.opts = tile_opts(groups, out_ranges);
+      if (!merged_axes.empty()) {
+        std::string m = "MERGE(";
+        for (size_t k = 0; k < merged_axes.size(); ++k) m += tag(k ? "," : "", merged_axes[k]);
+        rk.opts = m + ") " + rk.opts;
+      }
     } else {
       choose_upcast(kernel, out_ranges);
       if (lane_) rk.name += tag("_up", upcast_);
@@ -530,16 +569,139 @@ class CRenderer {
     return true;
   }
   std::string value_c(const NodeData* n, const std::unordered_map<const NodeData*, std::string>& at) {
-    if (n->op == Op::RANGE) {
-      auto it = at.find(n);
-      return it != at.end() ? it->second : names_.at(n);
-    }
+    if (auto it = at.find(n); it != at.end()) return it->second;
+    if (n->op == Op::RANGE) return names_.at(n);
     if (n->op == Op::CONST) return literal(n->dtype, n->const_value());
     if (n->op == Op::PARAM) return tag("b", n->i[0]);
     if (n->op == Op::VAR_PARAM) return var_ref(n);
     std::vector<std::string> a;
     for (const Node& s : n->src) a.push_back(value_c(s.get(), at));
     return "(" + expr(n, a) + ")";
+  }
+
+  // Output ranges: the RANGEs of the store's index, by id.
+  static std::vector<const NodeData*> output_ranges(const Node& kernel) {
+    std::vector<const NodeData*> out;
+    for (const NodeData* n : toposort({kernel->src.at(0)->src[1]}))
+      if (n->op == Op::RANGE && n->i[2] == 0) out.push_back(n);
+    std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
+    return out;
+  }
+
+  // Merged columns for a convolution's register tile (MERGE): in a product A * B where B reads several output
+  // ranges that A does not (a convolution's image rows and columns, read through the window as in[y + ky][x + kx]),
+  // no one of them may make a good column range: x is 20 or 10 wide (no whole vectors) and the batch, the only other
+  // candidate, strides a whole image per lane, so every gathered lane of the panel is a cache miss. The innermost
+  // such ranges, merged into one range p (y = p / X, x = p % X, and a batch b = p / (Y X) when the image alone is no
+  // whole number of vectors), are a column range of Y X lanes whose gather reads whole runs of each image row: the
+  // im2col panel of a convolution, gathered per block of columns. Returns the kernel with the ranges replaced (the
+  // merged range gets a new id, after every other) and their axes in `axes`, or nullptr when no suffix of those
+  // ranges has a multiple of the vector width as its extent.
+  Node merge_for_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges, std::vector<int64_t>& axes) {
+    if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 3) return nullptr;
+    const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
+    const int64_t V = avx512 ? 16 : 8;
+    const NodeData* reduce = nullptr;
+    for (const NodeData* n : toposort({kernel})) {
+      if (n->op == Op::BUFFERIZE) return nullptr;
+      if (n->op == Op::REDUCE) {
+        if (reduce) return nullptr;
+        reduce = n;
+      }
+    }
+    if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
+        reduce->src[0]->op != Op::MUL)
+      return nullptr;
+    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
+      return std::find(v.begin(), v.end(), r) != v.end();
+    };
+    for (int first = 0; first < 2; ++first) {
+      const NodeData* a = reduce->src[0]->src[first].get();
+      const NodeData* b = reduce->src[0]->src[1 - first].get();
+      const std::vector<const NodeData*> da = deps(a), db = deps(b);
+      std::vector<const NodeData*> b_only;
+      bool rows = false;
+      for (const NodeData* r : out_ranges) {
+        if (has(db, r) && !has(da, r)) b_only.push_back(r);
+        if (has(da, r) && !has(db, r)) rows = true;
+      }
+      // The innermost output range must be among them: the merged lanes then run along the output's rows.
+      if (!rows || b_only.size() < 2 || b_only.back() != out_ranges.back()) continue;
+      // The shortest suffix whose extent is a whole number of 4-vector column blocks (the widest tile), else of
+      // 2, else of 1: a 20 x 20 image is 25 vectors, which only a 16 x 1 tile divides (one vector load feeds 16
+      // multiply-adds, 16 broadcasts); with the batch merged too, a 4 x 4 tile runs at twice its speed.
+      size_t from = 0;
+      for (int64_t blocks = 4; blocks >= 1 && from == 0; blocks /= 2) {
+        int64_t e = b_only.back()->i[1];
+        for (size_t n = b_only.size() - 1; n-- > 0;) {
+          e *= b_only[n]->i[1];
+          if (e % (blocks * V) == 0) {
+            from = n + 1;
+            break;
+          }
+        }
+      }
+      if (from == 0) continue;
+      return merge_ranges(kernel, {b_only.begin() + static_cast<std::ptrdiff_t>(from - 1), b_only.end()}, out_ranges,
+                          axes);
+    }
+    return nullptr;
+  }
+
+  // Merged rows for a convolution's weight gradient (MERGE, the rows): dW[co, ci, ky, kx] is a sum over the batch
+  // and the image of g[b, co, y, x] * in[b, ci, y + ky, x + kx]. Tiled as it comes, the rows are one of ci, ky, kx
+  // and the columns co, whose g is read 400 floats apart and gathered into the panel, once per (ky, kx) outside the
+  // tile: 25 times over for a 5x5 window. With ci, ky, kx merged into one row range, every row of the 800 reads
+  // the same panel of g, gathered once per block of the batch; a row's value is a plain load of the input (its
+  // divisions are per row step, outside the k loops). `t` is the tile chosen for the kernel as it comes.
+  Node merge_rows_for_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges, const Tile& t,
+                           std::vector<int64_t>& axes) {
+    if (facts_.target != Target::cpu || !facts_.optimize || !t.gather || t.k_block == 0) return nullptr;
+    // The operand that reads several output ranges the other does not (the input's ci, ky, kx) becomes the rows,
+    // whichever side of the tile it was on.
+    for (const NodeData* x : {t.a, t.b}) {
+      const NodeData* y = x == t.a ? t.b : t.a;
+      const std::vector<const NodeData*> dx = deps(x), dy = deps(y);
+      std::vector<const NodeData*> only;
+      for (const NodeData* r : out_ranges)
+        if (std::find(dx.begin(), dx.end(), r) != dx.end() && std::find(dy.begin(), dy.end(), r) == dy.end())
+          only.push_back(r);
+      if (only.size() >= 2) return merge_ranges(kernel, only, out_ranges, axes);
+    }
+    return nullptr;
+  }
+
+  // The kernel with output ranges `merged` (outermost first) replaced by one new range p (an id after every other),
+  // each range r by (p / the extents inside it) % its extent; merged_parts_ records those values, `axes` the ranges'
+  // axes.
+  Node merge_ranges(const Node& kernel, const std::vector<const NodeData*>& merged,
+                    const std::vector<const NodeData*>& out_ranges, std::vector<int64_t>& axes) {
+    int64_t max_id = 0, extent = 1;
+    for (const NodeData* n : toposort({kernel}))
+      if (n->op == Op::RANGE) max_id = std::max(max_id, n->i[0]);
+    for (const NodeData* r : merged) extent *= r->i[1];
+    const Node p = make_node(Op::RANGE, kIndex, {}, {max_id + 1, extent, 0});
+    std::unordered_map<const NodeData*, Node> memo;
+    int64_t inner = extent;
+    merged_parts_.clear();
+    axes.clear();
+    for (const NodeData* r : merged) {
+      inner /= r->i[1];
+      Node v = inner > 1 ? idx_div(p, inner) : p;
+      if (r != merged.front()) v = idx_mod(v, r->i[1]);
+      memo[r] = v;
+      merged_parts_.push_back({v, r->i[1], inner});
+      axes.push_back(axis_of(r, out_ranges));
+    }
+    deps_.clear();
+    return substitute(kernel, memo);
+  }
+  // `n` with the nodes that are keys of `memo` replaced by their values (and memo filled with the rest).
+  static Node substitute(const Node& n, std::unordered_map<const NodeData*, Node>& memo) {
+    if (auto it = memo.find(n.get()); it != memo.end()) return it->second;
+    Node out = map_sources(n, [&](const Node& s) { return substitute(s, memo); });
+    memo[n.get()] = out;
+    return out;
   }
 
   bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
@@ -579,6 +741,8 @@ class CRenderer {
         if (!has(da, i) || has(db, i)) continue;
         for (const NodeData* j : out_ranges) {
           if (!has(db, j) || has(da, j)) continue;
+          if (merged_ && j != out_ranges.back()) continue;       // the merged range is the columns (merge_for_tile)
+          if (merged_rows_ && i != out_ranges.back()) continue;  // ... or the rows (merge_rows_for_tile)
           Tile t;
           t.a = a;
           t.b = b;
@@ -595,7 +759,7 @@ class CRenderer {
         }
       }
     }
-    if (!tile_.i || tile_.gather) {
+    if ((!tile_.i || tile_.gather) && !merged_ && !merged_rows_) {
       Tile d;
       if (choose_dot_tile(body, reduce, ks, d)) tile_ = d;
     }
@@ -669,6 +833,8 @@ class CRenderer {
   // The stack a tile's kernel may take (the CPU device's workers run kernels on their own threads' stacks): the
   // packed panel of B, and a blocked panel's row sums.
   static constexpr int64_t kMaxPanelBytes = 512 * 1024, kMaxRowSumsBytes = 256 * 1024;
+  // A panel that is read once per row step from L1 (32 KB of the core's 48 KB data cache).
+  static constexpr int64_t kL1PanelBytes = 32 * 1024;
 
   bool pick_tile_shape(Tile& t) const {
     // The CPU device's features (HCQ_CPU_FEATURES can mask them): AVX-512's 16-float vectors, AVX2's 8, else none.
@@ -718,6 +884,15 @@ class CRenderer {
         if (block == 0 || M * s.vectors * t.width * 4 > kMaxRowSumsBytes) continue;
         t.k_block = block;
       }
+      // Merged columns (merge_for_tile): the gathered panel is streamed once per row step, and a convolution has
+      // few rows (its output channels), so it is packed a block of the outermost reduce range at a time to stay in
+      // L1 (a 200 KB panel read from L2 ran the 4x4 tile at 15 GFLOP/s a core, the same tile from L1 at 67).
+      if (merged_ && t.k_block == 0 && M * s.vectors * t.width * 4 <= kMaxRowSumsBytes) {
+        const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
+        int64_t block = kL1PanelBytes / (per_outer * panel_bytes_per_k);
+        while (block > 0 && outer % block != 0) --block;
+        if (block > 0 && block < outer) t.k_block = block;
+      }
       t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
       return true;
     }
@@ -726,9 +901,12 @@ class CRenderer {
 
   // The output range split over the CPU device's workers: the outermost one outside the tile when there is one (a
   // batch, a convolution's channels), so every worker keeps whole tiles; else the rows.
+  // Merged columns (merge_for_tile) with no range outside the tile are split by column blocks instead: every
+  // worker's panel then serves all the rows.
   const NodeData* tile_split(const Tile& t) const {
     for (const NodeData* r : out_ranges_)
       if (r != t.i && r != t.j) return r->i[1] >= 2 ? r : t.i;
+    if (merged_ && !t.dot && t.j->i[1] / (t.vectors * t.width) >= 2) return t.j;
     return t.i;
   }
 
@@ -758,7 +936,7 @@ class CRenderer {
     const Tile& t = tile_;
     int64_t K = 1;
     for (const NodeData* k : t.ks) K *= k->i[1];
-    const int64_t N = t.j->i[1], R = t.rows, W = t.vectors, V = t.width;
+    const int64_t R = t.rows, W = t.vectors, V = t.width;
     // The reduce ranges: one loop variable each (tk alone, or tk0, tk1, ...), nested outermost first; the panel is
     // indexed by their flat position.
     // Blocked (Tile::k_block): the outermost one runs over this block, [tkb, tkb + k_block), and the panel holds
@@ -791,7 +969,7 @@ class CRenderer {
     // This workgroup's share of the split range: [lo, hi) in whole row steps when that is the rows.
     const NodeData* split = tile_split(t);
     if (groups > 1) {
-      const int64_t extent = split->i[1], step = split == t.i ? R : 1;
+      const int64_t extent = split->i[1], step = split == t.i ? R : split == t.j ? W * V : 1;
       const int64_t chunk = ((extent + groups - 1) / groups + step - 1) / step * step;
       root_.lines.push_back(tag("const int64_t lo = (int64_t)HCQ_GROUP_ID(0) * ", chunk) + ";");
       root_.lines.push_back(tag("const int64_t hi = lo + ", chunk) + tag(" < ", extent) + tag(" ? lo + ", chunk) +
@@ -804,7 +982,7 @@ class CRenderer {
     Scope* cur = &root_;
     for (const NodeData* r : out_ranges)
       if (r != t.i && r != t.j) cur = open_loop(cur, r, bounds(r).first, bounds(r).second);
-    cur = open_loop(cur, t.j, "0", std::to_string(N));  // steps by upcast_ (lane_ is j)
+    cur = open_loop(cur, t.j, bounds(t.j).first, bounds(t.j).second);  // steps by upcast_ (lane_ is j)
     if (t.dot) return render_dot_tile(cur, bounds(t.i), k_at, unroll);
     const std::string rj = names_.at(t.j);
     const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
@@ -822,6 +1000,35 @@ class CRenderer {
       const std::string loops = k_loops + unroll + tag("for (int64_t tw = 0; tw < ", W) + "; ++tw) ";
       if (t.vec_b) {
         cur->lines.push_back(loops + panel + "[" + k_flat + "][tw] = " + vector_c(t.b, t.j, at(t.j, column)) + ";");
+      } else if (t.gather && merged_) {
+        // Merged columns (merge_for_tile): the block's lanes are runs along the innermost merged range (an image
+        // row); per run, the outer ranges' values are divided out once, and the innermost loop reads the run
+        // contiguously into contiguous lanes of the panel, which clang vectorises (a lane-by-lane gather with a
+        // division per lane cost twice the tile's multiply-adds).
+        const auto& parts = merged_parts_;
+        const int64_t X = parts.back().extent;
+        const std::string end = "(" + rj + tag(" + ", W * V) + ")";
+        Scope* run = open_scope(cur, "for (int64_t tp = " + rj + "; tp < " + end + ";) {");
+        run->lines.push_back(tag("const int64_t tq = tp % ", X) + tag(", tn = ", X) + " - tq < " + end + " - tp ? " +
+                             tag("", X) + " - tq : " + end + " - tp;");
+        std::unordered_map<const NodeData*, std::string> m = k_at;
+        for (size_t n = 0; n + 1 < parts.size(); ++n) {
+          const std::string v = tag("tm", static_cast<int64_t>(n));
+          std::string e = tag("tp / ", parts[n].inner);
+          if (n > 0) e = "(" + e + tag(") % ", parts[n].extent);
+          run->lines.push_back("const int64_t " + v + " = " + e + ";");
+          m[parts[n].node.get()] = v;
+        }
+        m[parts.back().node.get()] = "tx";
+        m[t.j] = "(tp + tx - tq)";  // the merged range itself, should B read it other than through its parts
+        // One vector per run, its tail masked (a run is at most an image row: interleaved vectors would leave
+        // every run to the scalar remainder).
+        run->lines.push_back(k_loops + "_Pragma(\"clang loop vectorize_width(" + std::to_string(V) +
+                             ") interleave_count(1) vectorize_predicate(enable)\") " +
+                             "for (int64_t tx = tq; tx < tq + tn; ++tx) ((float*)" + panel + ")[(" + k_flat +
+                             tag(") * ", W * V) + " + tp - " + rj + " + tx - tq] = " + value_c(t.b, m) + ";");
+        run->lines.push_back("tp += tn;");
+        close(run);
       } else if (t.gather) {
         const std::string lane = "(" + rj + tag(" + tw * ", V) + " + tv)";
         cur->lines.push_back(loops + tag("for (int64_t tv = 0; tv < ", V) + "; ++tv) " + panel + "[" + k_flat +
@@ -1335,12 +1542,19 @@ class CRenderer {
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
   int64_t upcast_ = 1;
-  bool vec_ = false;                 // GPU: lanes are vectors of upcast_ outputs (choose_vectors)
-  bool tail_ = false;                // ...and some runs are partial: lanes guarded by lane_guard_ where !full
-  std::string lane_guard_;           // "r1 + u < 1023": lane u of this run is an output
-  bool group_ = false;               // GPU: the workgroup's threads share each output (grouped reduces)
-  int64_t group_size_ = 1;           // threads per workgroup then
-  std::vector<std::string> shared_;  // HCQ_SHARED declarations, at the top of the body
+  bool vec_ = false;          // GPU: lanes are vectors of upcast_ outputs (choose_vectors)
+  bool tail_ = false;         // ...and some runs are partial: lanes guarded by lane_guard_ where !full
+  std::string lane_guard_;    // "r1 + u < 1023": lane u of this run is an output
+  bool merged_ = false;       // the tile's columns are merged output ranges (merge_for_tile)
+  bool merged_rows_ = false;  // its rows are (merge_rows_for_tile)
+  struct MergedPart {
+    Node node;  // the merged range's value in terms of the new one: (p / inner) % extent
+    int64_t extent, inner;
+  };
+  std::vector<MergedPart> merged_parts_;  // outermost first
+  bool group_ = false;                    // GPU: the workgroup's threads share each output (grouped reduces)
+  int64_t group_size_ = 1;                // threads per workgroup then
+  std::vector<std::string> shared_;       // HCQ_SHARED declarations, at the top of the body
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;

@@ -312,6 +312,161 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
         }
 }
 
+// Merged columns (MERGE): a convolution's output rows and columns (and its batch, when one image is no whole number
+// of vectors) as one column range, gathered a run of an image row at a time. Checked against double loops: the
+// forward with a bias, a ReLU on its input (an operand expression in the gather) and padding (masked window reads),
+// and the input gradient (a transposed convolution: its windows read a zero-padded output gradient). The opts the
+// kernels got are recorded, so a change that stops merging fails here too (under HCQ_NOOPT=1: none merge).
+std::string merge_of(const RenderedKernel& rk);
+
+class ConvolutionValues {
+ public:
+  ConvolutionValues() {
+    set_render_hook([this](RenderedKernel& rk) {
+      if (std::string m = merge_of(rk); !m.empty()) merged.push_back(m);
+    });
+  }
+  ~ConvolutionValues() { set_render_hook({}); }
+  std::vector<std::string> merged;
+
+  void check(int64_t B, int64_t C, int64_t H, int64_t Wd, int64_t O, int64_t Kk, int64_t pad) {
+    const int64_t OH = H + 2 * pad - Kk + 1, OW = Wd + 2 * pad - Kk + 1;
+    const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 21), wv = values(O * C * Kk * Kk, 0.5f, 22),
+                             bv = values(O, 1.0f, 23), gv = values(B * O * OH * OW, 1.0f, 24);
+    auto X = [&](int64_t b, int64_t c, int64_t y, int64_t x) -> double {  // relu(x), zero outside the image
+      if (y < 0 || y >= H || x < 0 || x >= Wd) return 0.0;
+      return std::max(0.0, double(xv[static_cast<size_t>(((b * C + c) * H + y) * Wd + x)]));
+    };
+    auto Wt = [&](int64_t o, int64_t c, int64_t ky, int64_t kx) {
+      return double(wv[static_cast<size_t>(((o * C + c) * Kk + ky) * Kk + kx)]);
+    };
+    auto forward = [&](const Tensor& x) {
+      return nn::conv2d(x.relu(), Tensor(wv, {O, C, Kk, Kk}), Tensor(bv, {O}), {1, 1}, {pad, pad});
+    };
+    const std::vector<float> got = forward(Tensor(xv, {B, C, H, Wd})).data<float>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(B * O * OH * OW));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t y = 0; y < OH; ++y)
+          for (int64_t xx = 0; xx < OW; ++xx) {
+            double want = bv[static_cast<size_t>(o)];
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t ky = 0; ky < Kk; ++ky)
+                for (int64_t kx = 0; kx < Kk; ++kx) want += X(b, c, y + ky - pad, xx + kx - pad) * Wt(o, c, ky, kx);
+            ASSERT_NEAR(got[static_cast<size_t>(((b * O + o) * OH + y) * OW + xx)], want, 1e-4 * (1 + std::abs(want)))
+                << "forward " << b << ", " << o << ", " << y << ", " << xx;
+          }
+    // The gradient on a graph of its own (reading the forward's values realized the first one).
+    Tensor x(xv, {B, C, H, Wd});
+    x.requires_grad_();
+    (forward(x) * Tensor(gv, {B, O, OH, OW})).sum().backward();
+    const std::vector<float> dx = x.grad().data<float>();
+    ASSERT_EQ(dx.size(), xv.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t y = 0; y < H; ++y)
+          for (int64_t xx = 0; xx < Wd; ++xx) {
+            double want = 0;
+            const size_t at = static_cast<size_t>(((b * C + c) * H + y) * Wd + xx);
+            if (xv[at] > 0)
+              for (int64_t o = 0; o < O; ++o)
+                for (int64_t ky = 0; ky < Kk; ++ky)
+                  for (int64_t kx = 0; kx < Kk; ++kx) {
+                    const int64_t oy = y + pad - ky, ox = xx + pad - kx;
+                    if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
+                    want += double(gv[static_cast<size_t>(((b * O + o) * OH + oy) * OW + ox)]) * Wt(o, c, ky, kx);
+                  }
+            ASSERT_NEAR(dx[at], want, 1e-4 * (1 + std::abs(want)))
+                << "input gradient " << b << ", " << c << ", " << y << ", " << xx;
+          }
+  }
+};
+
+// "name MERGE(...)" of a kernel whose opts merge ranges, the name without its tile suffix (_up4x64): which ranges
+// merge does not depend on the vector width, the tile's shape does (AVX2 machines, HCQ_CPU_FEATURES=-avx512f).
+std::string merge_of(const RenderedKernel& rk) {
+  const size_t at = rk.opts.find("MERGE(");
+  if (at == std::string::npos) return {};
+  return rk.name.substr(0, rk.name.rfind("_up")) + " " + rk.opts.substr(at, rk.opts.find(')', at) + 1 - at);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += x + "\n";
+  return s;
+}
+
+// 8 x 8 outputs: 64 lanes, one 4-vector column block per image (the batch stays outside the tile). (The input
+// gradient's 3 channels are rows no tile divides: it keeps the plain loops.)
+TEST_P(FrameworkRegisterTileValues, ConvolutionColumnsMergedPerImage) {
+  ConvolutionValues v;
+  v.check(2, 3, 10, 10, 8, 3, 0);
+  if (GetParam()) {
+    EXPECT_TRUE(v.merged.empty()) << joined(v.merged);
+    return;
+  }
+  EXPECT_EQ(joined(v.merged), "r_2_8_8_8_3_3_3 MERGE(2,3)\n");
+}
+
+// Padding 2 around 12 x 20 images (a 5 x 5 window): the forward's windows are masked at the borders, and runs of
+// the 16 x 24 output rows straddle the column blocks. Enough work for two workers: with the batch merged the column
+// blocks are split between them (THREAD on the merged range).
+TEST_P(FrameworkRegisterTileValues, ConvolutionColumnsMergedWithPaddingAndWorkers) {
+  ConvolutionValues v;
+  v.check(4, 6, 12, 20, 8, 5, 2);
+  v.check(16, 8, 10, 10, 16, 3, 0);
+  if (GetParam()) return;
+  // 12 x 20 = 15 vectors: the batch merged in; 8 x 8 per image: the batch split over the workers.
+  EXPECT_EQ(joined(v.merged),
+            "r_4_8_12_20_5_5_6 MERGE(0,2,3)\nr_4_6_12_20_5_5_8 MERGE(0,2,3)\nr_16_16_8_8_8_3_3 MERGE(2,3)\n"
+            "r_16_8_10_10_3_3_16 MERGE(0,2,3)\n");
+}
+
+// Merged rows (MERGE on the rows): a weight gradient over a batch large enough that its gathered panel is packed in
+// blocks has its ci, ky, kx merged into one row range, all of whose rows read one panel of the output gradient.
+// One input channel (conv1 of the CNN: 5 x 5 = 25 rows) and eight (8 x 3 x 3 = 72), against double loops.
+TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientRowsMerged) {
+  std::vector<std::string> merged;
+  set_render_hook([&](RenderedKernel& rk) {
+    if (std::string m = merge_of(rk); !m.empty()) merged.push_back(m);
+  });
+  auto check = [](int64_t B, int64_t C, int64_t H, int64_t O, int64_t Kk) {
+    const int64_t OH = H - Kk + 1;
+    const std::vector<float> xv = values(B * C * H * H, 1.0f, 31), wv = values(O * C * Kk * Kk, 0.5f, 32),
+                             gv = values(B * O * OH * OH, 1.0f, 33);
+    Tensor w(wv, {O, C, Kk, Kk});
+    w.requires_grad_();
+    (nn::conv2d(Tensor(xv, {B, C, H, H}), w) * Tensor(gv, {B, O, OH, OH})).sum().backward();
+    const std::vector<float> got = w.grad().data<float>();
+    ASSERT_EQ(got.size(), wv.size());
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t ky = 0; ky < Kk; ++ky)
+          for (int64_t kx = 0; kx < Kk; ++kx) {
+            double want = 0;
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t y = 0; y < OH; ++y)
+                for (int64_t x = 0; x < OH; ++x)
+                  want += double(gv[static_cast<size_t>(((b * O + o) * OH + y) * OH + x)]) *
+                          xv[static_cast<size_t>(((b * C + c) * H + y + ky) * H + x + kx)];
+            ASSERT_NEAR(got[static_cast<size_t>(((o * C + c) * Kk + ky) * Kk + kx)], want, 1e-3 * (1 + std::abs(want)))
+                << o << ", " << c << ", " << ky << ", " << kx;
+          }
+  };
+  check(32, 1, 20, 32, 5);
+  check(16, 8, 18, 16, 3);
+  set_render_hook({});
+  std::string m;
+  for (const std::string& x : merged) m += x + "\n";
+  if (GetParam()) {
+    EXPECT_EQ(m, "");
+    return;
+  }
+  // Which of the two merges depends on the vector width (the panel's size decides whether it is packed in blocks:
+  // with AVX-512 the first, with AVX2 the second); the values are checked for both.
+  EXPECT_TRUE(m == "r_32_5_5_32_16_16 MERGE(1,2)\n" || m == "r_16_8_3_3_16_16_16 MERGE(1,2,3)\n") << m;
+}
+
 INSTANTIATE_TEST_SUITE_P(OptAndNoOpt, FrameworkRegisterTileValues, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "NoOpt" : "Opt"; });
 
