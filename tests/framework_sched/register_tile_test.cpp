@@ -285,16 +285,11 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionReducesOverThreeRanges) {
         }
 }
 
-// A convolution's weight gradient: the output gradient times the input windows, summed over batch, rows and
-// columns (K = 40 * 16 * 16); the input is read across channels (gathered), and its panel is packed in blocks of
-// the batch.
-TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
-  const int64_t B = 40, C = 16, H = 18, Wd = 18, O = 16, KH = 3, KW = 3, OH = H - KH + 1, OW = Wd - KW + 1;
-  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 9), wv = values(O * C * KH * KW, 0.5f, 10),
-                           gv = values(B * O * OH * OW, 1.0f, 11);
-  Tensor w(wv, {O, C, KH, KW});
-  w.requires_grad_();
-  (nn::conv2d(Tensor(xv, {B, C, H, Wd}), w) * Tensor(gv, {B, O, OH, OW})).sum().backward();
+// w's gradient of sum(conv2d(x, w) * g) (stride 1, no padding; x of shape `xs` = (B, C, H, W), g (B, O, OH, OW))
+// against a double loop.
+void expect_conv_weight_gradient(const Tensor& w, const std::vector<float>& xv, const std::vector<float>& gv,
+                                 const std::vector<int64_t>& xs, int64_t O, int64_t KH, int64_t KW) {
+  const int64_t B = xs[0], C = xs[1], H = xs[2], Wd = xs[3], OH = H - KH + 1, OW = Wd - KW + 1;
   const std::vector<float> got = w.grad().data<float>();
   ASSERT_EQ(got.size(), static_cast<size_t>(O * C * KH * KW));
   for (int64_t o = 0; o < O; ++o)
@@ -310,6 +305,19 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
           ASSERT_NEAR(got[static_cast<size_t>(((o * C + c) * KH + ky) * KW + kx)], want, 1e-3 * (1 + std::abs(want)))
               << o << ", " << c << ", " << ky << ", " << kx;
         }
+}
+
+// A convolution's weight gradient: the output gradient times the input windows, summed over batch, rows and
+// columns (K = 40 * 16 * 16); the input is read across channels (gathered), and its panel is packed in blocks of
+// the batch.
+TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
+  const int64_t B = 40, C = 16, H = 18, Wd = 18, O = 16, KH = 3, KW = 3, OH = H - KH + 1, OW = Wd - KW + 1;
+  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 9), wv = values(O * C * KH * KW, 0.5f, 10),
+                           gv = values(B * O * OH * OW, 1.0f, 11);
+  Tensor w(wv, {O, C, KH, KW});
+  w.requires_grad_();
+  (nn::conv2d(Tensor(xv, {B, C, H, Wd}), w) * Tensor(gv, {B, O, OH, OW})).sum().backward();
+  expect_conv_weight_gradient(w, xv, gv, {B, C, H, Wd}, O, KH, KW);
 }
 
 // Merged columns (MERGE): a convolution's output rows and columns (and its batch, when one image is no whole number
@@ -437,21 +445,7 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientRowsMerged) {
     Tensor w(wv, {O, C, Kk, Kk});
     w.requires_grad_();
     (nn::conv2d(Tensor(xv, {B, C, H, H}), w) * Tensor(gv, {B, O, OH, OH})).sum().backward();
-    const std::vector<float> got = w.grad().data<float>();
-    ASSERT_EQ(got.size(), wv.size());
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t ky = 0; ky < Kk; ++ky)
-          for (int64_t kx = 0; kx < Kk; ++kx) {
-            double want = 0;
-            for (int64_t b = 0; b < B; ++b)
-              for (int64_t y = 0; y < OH; ++y)
-                for (int64_t x = 0; x < OH; ++x)
-                  want += double(gv[static_cast<size_t>(((b * O + o) * OH + y) * OH + x)]) *
-                          xv[static_cast<size_t>(((b * C + c) * H + y + ky) * H + x + kx)];
-            ASSERT_NEAR(got[static_cast<size_t>(((o * C + c) * Kk + ky) * Kk + kx)], want, 1e-3 * (1 + std::abs(want)))
-                << o << ", " << c << ", " << ky << ", " << kx;
-          }
+    expect_conv_weight_gradient(w, xv, gv, {B, C, H, H}, O, Kk, Kk);
   };
   check(32, 1, 20, 32, 5);
   check(16, 8, 18, 16, 3);
