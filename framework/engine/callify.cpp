@@ -125,6 +125,9 @@ class Walk {
       out = variable(n);
     } else {
       const size_t base = stack_.size();
+      // The sources' nodes are read after the first one's subgraph: ask for them now (a graph built before other
+      // work is out of the caches, and the walk is a chain of dependent loads).
+      for (const Node& s : n->src) __builtin_prefetch(s.get());
       for (const Node& s : n->src) {
         const uint32_t at = visit(s);
         stack_.push_back(at);
