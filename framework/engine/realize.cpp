@@ -1,6 +1,6 @@
-// Realize: callify the roots (their buffers become numbered parameters), find or build the schedule for that
-// structure, then run it: bind the parameters, allocate the outputs and the arenas, and launch each step on its
-// device in order (kernels on the compute path of the timeline, copies through the device's copy path).
+// Realize: callify the roots (their buffers become numbered parameters: callify.hpp), find or build the schedule
+// for that structure, then run it: bind the parameters, allocate the outputs and the arenas, and launch each step
+// on its device in order (kernels on the compute path of the timeline, copies through the device's copy path).
 #include "framework/engine/realize.hpp"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "framework/engine/callify.hpp"
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
 #include "framework/engine/submit.hpp"
@@ -30,89 +31,22 @@ namespace {
 std::atomic<uint64_t> g_next_buffer_id{1};
 std::atomic<uint64_t> g_kernels{0}, g_copies{0}, g_misses{0}, g_hits{0};
 
+// Keyed by the callified graph's key and the code generator's options (HCQ_NOOPT changes the kernels). Entries
+// with the same hash sit in one bucket; a lookup compares the keys' words, so a hash collision is a miss, never
+// another graph's schedule.
 struct CacheEntry {
-  Node key;  // keeps the parameterised graph alive, so its address stays its identity
+  CallKey key;
+  bool noopt;
   std::shared_ptr<const Schedule> schedule;
 };
 std::mutex g_cache_mu;
-// Keyed by the parameterised graph and the code generator's options (HCQ_NOOPT changes the kernels).
-struct CacheKey {
-  const NodeData* sink;
-  bool noopt;
-  bool operator==(const CacheKey&) const = default;
-};
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& k) const { return k.sink->hash * 2 + (k.noopt ? 1 : 0); }
-};
 // Made at the first realize, after the registry, so destroyed before it at exit (its kernels' programs unload
 // while their devices live).
-std::unordered_map<CacheKey, CacheEntry, CacheKeyHash>& schedule_cache() {
-  static std::unordered_map<CacheKey, CacheEntry, CacheKeyHash> c;
+std::unordered_multimap<uint64_t, CacheEntry>& schedule_cache() {
+  static std::unordered_multimap<uint64_t, CacheEntry> c;
   return c;
 }
 constexpr size_t kMaxCachedSchedules = 4096;
-
-struct Callified {
-  Node sink;
-  std::vector<Node> buffers;     // the BUFFER node of each parameter, by number
-  std::vector<uint32_t> values;  // the value of each variable (VAR_PARAM), by number, as a kernel reads it
-  std::vector<Node> bound;       // the BIND that gave each variable its value
-};
-
-// Buffers become PARAMs and bound variables VAR_PARAMs, each numbered in first-use order; nodes realized by an
-// earlier realize read their buffers. A variable bound to two values in one graph is refused: its kernels get one.
-class Callify {
- public:
-  Callified run(const std::vector<Node>& roots) {
-    std::vector<Node> src;
-    src.reserve(roots.size());
-    for (const Node& r : roots) src.push_back(visit(r));
-    return {make_node(Op::SINK, DType::bool_, std::move(src)), std::move(buffers_), std::move(values_),
-            std::move(bound_)};
-  }
-
- private:
-  Node visit(const Node& n) {
-    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
-    Node out;
-    if (Node r = n->realized()) {
-      out = visit(r);
-    } else if (n->op == Op::DETACH || n->op == Op::CUSTOM_GRAD) {  // only autograd sees them
-      out = visit(n->src[0]);
-    } else if (n->op == Op::BUFFER) {
-      out = make_node(Op::PARAM, n->dtype, {}, {static_cast<int64_t>(buffers_.size()), n->i[1]}, 0, n->s);
-      buffers_.push_back(n);
-    } else if (n->op == Op::BIND) {
-      out = variable(n);
-    } else {
-      out = map_sources(n, [this](const Node& s) { return visit(s); });
-    }
-    memo_.emplace(n.get(), out);
-    return out;
-  }
-  Node variable(const Node& bind) {
-    const Node& var = bind->src[0];
-    size_t k = 0;
-    while (k < bound_.size() && bound_[k]->src[0] != var) ++k;
-    if (k == bound_.size()) {
-      bound_.push_back(bind);
-      values_.push_back(static_cast<uint32_t>(static_cast<int32_t>(bind->i[0])));
-    } else if (bound_[k]->i[0] != bind->i[0]) {
-      throw InvalidArgument(hcq::cat("realize: Variable ", var->s, " is bound to ", bound_[k]->i[0], " and to ",
-                                     bind->i[0],
-                                     " in one graph: its kernels read one value. Realize the two parts "
-                                     "separately, or use two variables"));
-    }
-    // The schedule knows a variable by name and bounds only: an anonymous one (a random tensor's key: no name, an
-    // id of its own) leaves its id out, so that every draw has the same schedule.
-    const Node known = var->s.empty() ? make_node(Op::DEFINE_VAR, var->dtype, {}, {var->i[0], var->i[1]}) : var;
-    return make_node(Op::VAR_PARAM, DType::int32, {known}, {static_cast<int64_t>(k)}, 0, bind->s);
-  }
-  std::unordered_map<const NodeData*, Node> memo_;
-  std::vector<Node> buffers_;
-  std::vector<uint32_t> values_;
-  std::vector<Node> bound_;
-};
 
 const Node& buffer_of(const Node& view) { return view->op == Op::RESHAPE ? view->src[0] : view; }
 
@@ -120,27 +54,32 @@ void print_debug_graph(const char* title, const Node& n) {
   std::fprintf(stderr, "%s\n%s", title, to_string(n).c_str());
 }
 
-// The schedule of a callified graph: from the cache, or built and cached.
+// The schedule of a callified graph: from the cache, or built (from the parameterised graph its key describes) and
+// cached.
 std::shared_ptr<const Schedule> find_or_build(const Callified& call, int debug, bool* hit) {
   std::shared_ptr<const Schedule> sched;
-  const CacheKey key{call.sink.get(), knobs::noopt()};
+  const bool noopt = knobs::noopt();
+  const uint64_t bucket = call.key.hash * 2 + (noopt ? 1 : 0);
   {
     std::lock_guard lock(g_cache_mu);
-    if (auto it = schedule_cache().find(key); it != schedule_cache().end()) sched = it->second.schedule;
+    auto [lo, hi] = schedule_cache().equal_range(bucket);
+    for (auto it = lo; it != hi && !sched; ++it)
+      if (it->second.noopt == noopt && it->second.key == call.key) sched = it->second.schedule;
   }
   *hit = sched != nullptr;
   if (sched) {
     g_hits.fetch_add(1);
     return sched;
   }
-  if (debug >= 5) print_debug_graph("HCQ_DEBUG: graph to schedule (parameterised)", call.sink);
-  sched = build_schedule(call.sink);
+  const Node sink = parameterised_graph(call.key);
+  if (debug >= 5) print_debug_graph("HCQ_DEBUG: graph to schedule (parameterised)", sink);
+  sched = build_schedule(sink);
   g_misses.fetch_add(1);
   if (debug >= 5)
     for (const Node& ast : sched->kernel_asts) print_debug_graph("HCQ_DEBUG: kernel", ast);
   std::lock_guard lock(g_cache_mu);
   if (schedule_cache().size() >= kMaxCachedSchedules) schedule_cache().clear();
-  schedule_cache().emplace(key, CacheEntry{call.sink, sched});
+  schedule_cache().emplace(bucket, CacheEntry{call.key, noopt, sched});
   return sched;
 }
 
@@ -157,7 +96,7 @@ void copy_between(Buffer& dst, const Buffer& src) {
 }  // namespace
 
 size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
-  Callified call = Callify().run(roots);
+  Callified call = callify(roots);
   std::shared_ptr<const Schedule> sched = find_or_build(call, 0, hit);
   return static_cast<size_t>(std::count_if(sched->steps.begin(), sched->steps.end(),
                                            [](const Step& st) { return st.kind == Step::Kind::kernel; }));
@@ -226,7 +165,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   if (todo.empty()) return result;
 
   const auto t0 = std::chrono::steady_clock::now();
-  Callified call = Callify().run(todo);
+  Callified call = callify(todo);
   bool hit = false;
   std::shared_ptr<const Schedule> sched = find_or_build(call, debug, &hit);
   const auto t1 = std::chrono::steady_clock::now();

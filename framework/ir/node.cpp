@@ -50,7 +50,7 @@ InternTable& table() {
 
 }  // namespace
 
-Node NodeData::realized() const {
+Node NodeData::realized_locked() const {
   std::lock_guard lock(realized_mu_);
   return realized_;
 }
@@ -58,6 +58,7 @@ Node NodeData::realized() const {
 void NodeData::set_realized(Node n) const {
   std::lock_guard lock(realized_mu_);
   realized_ = std::move(n);
+  has_realized_.store(realized_ != nullptr, std::memory_order_release);
 }
 
 void NodeData::add_realized_from(const Node& lazy) const {

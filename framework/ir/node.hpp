@@ -30,6 +30,13 @@ struct NodeData {
   // ---- identity: what hash-consing compares
   Op op;
   DType dtype;
+
+ private:
+  // Whether realized_ (below) is set; written under its lock. Most nodes of a graph are not realized, and callify
+  // asks every node, so for them the answer is a load from the node's first cache line, not a lock.
+  mutable std::atomic<bool> has_realized_{false};
+
+ public:
   std::vector<Node> src;
   std::vector<int64_t> i;  // integer arguments (axes, shapes, ids, integer constants)
   double f = 0;            // a float constant (compared bitwise)
@@ -44,7 +51,7 @@ struct NodeData {
 
   // ---- set once, when a lazy tensor-level node is realized: the node (a BUFFER view) that now holds its value.
   // Later graphs that still contain this node read that buffer instead of recomputing it.
-  Node realized() const;
+  Node realized() const { return has_realized_.load(std::memory_order_acquire) ? realized_locked() : nullptr; }
   void set_realized(Node n) const;
 
   // BUFFER only: the lazy nodes realized into this buffer (weakly). An assign that overwrites the buffer unlinks
@@ -64,6 +71,7 @@ struct NodeData {
   ~NodeData();
 
  private:
+  Node realized_locked() const;
   mutable std::mutex realized_mu_;
   mutable Node realized_;
   mutable std::vector<std::weak_ptr<const NodeData>> realized_from_;
