@@ -3,7 +3,8 @@
 //                 batch: the median host time of a replay, the loss read back (so the step has finished)
 //   schedule_us   scheduling one training step of the MLP 784-256-256-256-10 (forward, cross entropy, backward,
 //                 Adam: everything Optimizer::step realizes): a miss (schedule cache cleared, kernels already
-//                 compiled) and a hit (a second model of the same shapes, its graph on other buffers, built just before)
+//                 compiled) and a hit (a second model of the same shapes, its graph on other buffers, built just
+//                 before it is scheduled, as an eager loop builds its step)
 #pragma once
 
 #include <limits>
