@@ -13,6 +13,7 @@
 #include "hcq/cpu_features.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
+#include "open_or_skip.hpp"
 
 namespace {
 
@@ -40,13 +41,8 @@ BENCH_KERNEL(scalar, (void)0, (void)0)
 void BM_Bf16MicroKernel(benchmark::State& state) {
   const auto path = static_cast<Bf16MatmulPath>(state.range(0));
   state.SetLabel(std::string(hcq::to_string(path)));
-  hcq::Device* dev = nullptr;
-  try {
-    dev = &hcq::open_device("CPU");
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  hcq::Device* const dev = open_or_skip(state, "CPU");
+  if (dev == nullptr) return;
   const hcq::CpuIsa isa = dev->info().cpu_isa.value_or(hcq::CpuIsa{});
   if (!hcq::bf16_matmul_path_usable(isa.features, path)) {
     state.SkipWithError(

@@ -31,22 +31,13 @@
 #include "hcq/knobs.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
+#include "open_or_skip.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kEwiseElements = 4ll << 20;
 constexpr int64_t kMatmulN = 256;
-
-// The device, or the benchmark skipped with the reason when it does not open here.
-hcq::Device* open_or_skip(benchmark::State& state, const char* device) {
-  try {
-    return &hcq::open_device(device);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return nullptr;
-  }
-}
 
 const hcq::Buffer& buffer_of(const hcq::Tensor& t) {
   const hcq::fw::Node& n = t.node();

@@ -16,6 +16,7 @@
 #include "hcq/jit.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
+#include "open_or_skip.hpp"
 
 namespace {
 
@@ -30,13 +31,8 @@ hcq::TinyJit::Function n_kernels(int64_t n, bool all_outputs) {
 }
 
 void jit_loop(benchmark::State& state, const char* device, bool jitted) {
-  hcq::Device* dev = nullptr;
-  try {
-    dev = &hcq::open_device(device);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  hcq::Device* const dev = open_or_skip(state, device);
+  if (dev == nullptr) return;
   const int64_t n = state.range(0);
   const bool all = state.range(1) != 0;
   const hcq::TinyJit::Function f = n_kernels(n, all);

@@ -25,6 +25,7 @@
 #include "hcq/optim.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
+#include "open_or_skip.hpp"
 
 namespace {
 
@@ -86,13 +87,8 @@ enum class Mode {
 };
 
 void train_schedule_loop(benchmark::State& state, const char* device, Mode mode) {
-  hcq::Device* dev = nullptr;
-  try {
-    dev = &hcq::open_device(device);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  hcq::Device* const dev = open_or_skip(state, device);
+  if (dev == nullptr) return;
   const Batch batch(dev->name());
   const hcq::Tensor &x = batch.x, &y = batch.y;
   {
@@ -136,13 +132,8 @@ void train_schedule_loop(benchmark::State& state, const char* device, Mode mode)
 // Hits on one graph again and again: the walk with the graph, the walk's tables and the branch history warm, what a
 // hit costs at best (a new graph's first hit above pays for bringing its nodes into the cache).
 void BM_TrainScheduleHitSameGraph(benchmark::State& state, const char* device) {
-  hcq::Device* dev = nullptr;
-  try {
-    dev = &hcq::open_device(device);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  hcq::Device* const dev = open_or_skip(state, device);
+  if (dev == nullptr) return;
   const Batch batch(dev->name());
   const Step step(dev->name(), batch.x, batch.y);
   bool hit = false;
