@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "framework/engine/arg_array.hpp"
 #include "framework/engine/callify.hpp"
 #include "framework/engine/compile.hpp"
 #include "framework/engine/fault_context.hpp"
@@ -140,7 +141,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   const int debug = knobs::debug();
   KernelTimer* const timer = t_kernel_timer;
   // Roots that are buffers already need nothing.
-  std::vector<Node> todo;
+  std::vector<Node> to_compute;
   std::vector<Node> result(roots.size());
   for (size_t k = 0; k < roots.size(); ++k) {
     Node r = roots[k];
@@ -159,13 +160,13 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       result[k] = r;
       if (computed_before) buffer_of(r)->mark_shared_by_tensors();
     } else {
-      todo.push_back(r);
+      to_compute.push_back(r);
     }
   }
-  if (todo.empty()) return result;
+  if (to_compute.empty()) return result;
 
   const auto t0 = std::chrono::steady_clock::now();
-  Callified call = callify(todo);
+  Callified call = callify(to_compute);
   bool hit = false;
   std::shared_ptr<const Schedule> sched = find_or_build(call, debug, &hit);
   const auto t1 = std::chrono::steady_clock::now();
@@ -213,15 +214,9 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     }
     const Node& ast = s.kernel_asts[kernel_index++];
     // The kernel's variables' values (a few, usually: each random tensor fused into it is one).
-    std::array<uint32_t, 8> small_vals{};
-    std::vector<uint32_t> big_vals;
-    uint32_t* vals = small_vals.data();
-    if (st.vals.size() > small_vals.size()) {
-      big_vals.resize(st.vals.size());
-      vals = big_vals.data();
-    }
+    ArgArray<uint32_t, 8> vals(st.vals.size());
     for (size_t j = 0; j < st.vals.size(); ++j) vals[j] = call.values[st.vals[j]];
-    const std::span<const uint32_t> val_args(vals, st.vals.size());
+    const std::span<const uint32_t> val_args = vals.span();
     if (validate && validates(st)) {  // HCQ_VALIDATE: alone, waited for, and again on the CPU device
       flush();
       std::vector<Buffer*> args(st.slots.size());
@@ -230,16 +225,10 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
       g_kernels.fetch_add(1);
       continue;
     }
-    std::array<uint64_t, 16> small{};
-    std::vector<uint64_t> big;
-    uint64_t* addrs = small.data();
-    if (st.slots.size() > small.size()) {
-      big.resize(st.slots.size());
-      addrs = big.data();
-    }
+    ArgArray<uint64_t, 16> addrs(st.slots.size());
     for (size_t j = 0; j < st.slots.size(); ++j) addrs[j] = bufs[st.slots[j]] ? bufs[st.slots[j]]->va() : 0;
     const Program& prog = *st.kernel->program;
-    const std::span<const uint64_t> args(addrs, st.slots.size());
+    const std::span<const uint64_t> args = addrs.span();
     if (debug >= 2 || timer) {
       flush();
       std::optional<double> secs;
@@ -284,7 +273,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
   std::vector<uint8_t> slot_taken(s.slots.size(), 0);
   for (size_t k = 0, t = 0; k < roots.size(); ++k) {
     if (result[k]) continue;
-    const Node& root = todo[t];
+    const Node& root = to_compute[t];
     const uint32_t slot = s.root_slots[t++];
     if (slot_taken[slot]++) slot_nodes[slot]->mark_shared_by_tensors();
     Node view = t_reshape(slot_nodes[slot], root->shape);

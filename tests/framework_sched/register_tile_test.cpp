@@ -285,11 +285,16 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionReducesOverThreeRanges) {
         }
 }
 
-// w's gradient of sum(conv2d(x, w) * g) (stride 1, no padding; x of shape `xs` = (B, C, H, W), g (B, O, OH, OW))
-// against a double loop.
-void expect_conv_weight_gradient(const Tensor& w, const std::vector<float>& xv, const std::vector<float>& gv,
-                                 const std::vector<int64_t>& xs, int64_t O, int64_t KH, int64_t KW) {
-  const int64_t B = xs[0], C = xs[1], H = xs[2], Wd = xs[3], OH = H - KH + 1, OW = Wd - KW + 1;
+// w's gradient of sum(conv2d(x, w) * g) (stride 1, no padding; x (B, C, H, Wd), w (O, C, KH, KW), g (B, O, OH, OW),
+// their values drawn with seeds `seed`, + 1, + 2) against a double loop.
+void check_conv_weight_gradient(int64_t B, int64_t C, int64_t H, int64_t Wd, int64_t O, int64_t KH, int64_t KW,
+                                size_t seed) {
+  const int64_t OH = H - KH + 1, OW = Wd - KW + 1;
+  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, seed), wv = values(O * C * KH * KW, 0.5f, seed + 1),
+                           gv = values(B * O * OH * OW, 1.0f, seed + 2);
+  Tensor w(wv, {O, C, KH, KW});
+  w.requires_grad_();
+  (nn::conv2d(Tensor(xv, {B, C, H, Wd}), w) * Tensor(gv, {B, O, OH, OW})).sum().backward();
   const std::vector<float> got = w.grad().data<float>();
   ASSERT_EQ(got.size(), static_cast<size_t>(O * C * KH * KW));
   for (int64_t o = 0; o < O; ++o)
@@ -311,13 +316,7 @@ void expect_conv_weight_gradient(const Tensor& w, const std::vector<float>& xv, 
 // columns (K = 40 * 16 * 16); the input is read across channels (gathered), and its panel is packed in blocks of
 // the batch.
 TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientOverALargeBatch) {
-  const int64_t B = 40, C = 16, H = 18, Wd = 18, O = 16, KH = 3, KW = 3, OH = H - KH + 1, OW = Wd - KW + 1;
-  const std::vector<float> xv = values(B * C * H * Wd, 1.0f, 9), wv = values(O * C * KH * KW, 0.5f, 10),
-                           gv = values(B * O * OH * OW, 1.0f, 11);
-  Tensor w(wv, {O, C, KH, KW});
-  w.requires_grad_();
-  (nn::conv2d(Tensor(xv, {B, C, H, Wd}), w) * Tensor(gv, {B, O, OH, OW})).sum().backward();
-  expect_conv_weight_gradient(w, xv, gv, {B, C, H, Wd}, O, KH, KW);
+  check_conv_weight_gradient(40, 16, 18, 18, 16, 3, 3, 9);
 }
 
 // Merged columns (MERGE): a convolution's output rows and columns (and its batch, when one image is no whole number
@@ -446,13 +445,7 @@ TEST_P(FrameworkRegisterTileValues, ConvolutionWeightGradientRowsMerged) {
     if (std::string m = merge_of(rk); !m.empty()) merged.push_back(m);
   });
   auto check = [](int64_t B, int64_t C, int64_t H, int64_t O, int64_t Kk) {
-    const int64_t OH = H - Kk + 1;
-    const std::vector<float> xv = values(B * C * H * H, 1.0f, 31), wv = values(O * C * Kk * Kk, 0.5f, 32),
-                             gv = values(B * O * OH * OH, 1.0f, 33);
-    Tensor w(wv, {O, C, Kk, Kk});
-    w.requires_grad_();
-    (nn::conv2d(Tensor(xv, {B, C, H, H}), w) * Tensor(gv, {B, O, OH, OH})).sum().backward();
-    expect_conv_weight_gradient(w, xv, gv, {B, C, H, H}, O, Kk, Kk);
+    check_conv_weight_gradient(B, C, H, H, O, Kk, Kk, 31);
   };
   check(32, 1, 20, 32, 5);
   check(16, 8, 18, 16, 3);
