@@ -1,7 +1,6 @@
 #include "framework/autograd/custom_gradient.hpp"
 
 #include <mutex>
-#include <string>
 
 #include "hcq/error.hpp"
 
@@ -9,22 +8,17 @@ namespace hcq::fw {
 
 namespace {
 
-struct Registered {
-  std::string name;
-  CustomGradientRule rule;
-};
-
 std::mutex g_mu;
-std::vector<Registered>& rules() {
-  static std::vector<Registered> r;
+std::vector<CustomGradientRule>& rules() {
+  static std::vector<CustomGradientRule> r;
   return r;
 }
 
 }  // namespace
 
-int64_t register_custom_gradient(std::string_view name, CustomGradientRule rule) {
+int64_t register_custom_gradient(CustomGradientRule rule) {
   std::lock_guard lock(g_mu);
-  rules().push_back({std::string(name), rule});
+  rules().push_back(rule);
   return static_cast<int64_t>(rules().size() - 1);
 }
 
@@ -43,7 +37,7 @@ std::vector<Node> custom_gradient(const Node& n, const Node& g) {
     if (k < 0 || k >= static_cast<int64_t>(rules().size()))
       throw InvalidArgument(
           cat("autograd: a CUSTOM_GRAD node names gradient rule ", k, ", and ", rules().size(), " are registered"));
-    rule = rules()[static_cast<size_t>(k)].rule;
+    rule = rules()[static_cast<size_t>(k)];
   }
   std::vector<Node> out{nullptr};
   const std::vector<Node> inputs = rule(n, g);

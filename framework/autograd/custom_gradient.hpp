@@ -9,7 +9,6 @@
 // so what is computed is the value's graph unchanged.
 #pragma once
 
-#include <string_view>
 #include <vector>
 
 #include "framework/ir/node.hpp"
@@ -21,7 +20,7 @@ namespace hcq::fw {
 using CustomGradientRule = std::vector<Node> (*)(const Node& n, const Node& g);
 
 // Registers a rule once per process (a function-local static at its first use); returns its number.
-int64_t register_custom_gradient(std::string_view name, CustomGradientRule rule);
+int64_t register_custom_gradient(CustomGradientRule rule);
 
 // `value`, whose gradient with respect to each of `inputs` is given by rule `rule` (with `args`).
 Node with_custom_gradient(const Node& value, std::vector<Node> inputs, int64_t rule, std::vector<int64_t> args);

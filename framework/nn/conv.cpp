@@ -174,7 +174,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
   check_window("conv2d", xp, {kh, kw}, stride, dilation);
   Tensor out = correlate(xp, weight, stride, dilation, groups);
   if (!fw::no_grad_active()) {
-    static const int64_t rule = fw::register_custom_gradient("conv2d", &conv2d_gradient);
+    static const int64_t rule = fw::register_custom_gradient(&conv2d_gradient);
     out = Tensor(fw::with_custom_gradient(
         out.node(), {x.node(), weight.node()}, rule,
         {stride.first, stride.second, padding.first, padding.second, dilation.first, dilation.second, groups}));
