@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -280,6 +281,11 @@ class CRenderer {
                            ";");
     }
     close_to(cur, &root_);
+    // AMX tiles are configured once per workgroup, and released so the thread's context switches save no tile data.
+    if (tile_.bf16 && facts_.cpu_isa.bf16_matmul == Bf16MatmulPath::amx) {
+      root_.lines.insert(root_.lines.begin(), "hcq_amx_begin();");
+      root_.lines.push_back("hcq_amx_end();");
+    }
 
     std::string src = c_prelude(facts_.target);
     for (const auto& [name, definition] : helpers_) src += definition;
@@ -499,6 +505,8 @@ class CRenderer {
     // A gathered panel too large for the stack is packed a block at a time: this many iterations of the outermost
     // reduce range per block (0: the whole K at once), with every row's sums kept in an array between blocks.
     int64_t k_block = 0;
+    bool bf16 = false;        // a bf16 tile (choose_bf16_tile): 16 rows by `vectors` blocks of 16 columns
+    bool a_in_place = false;  // ... whose A rows are read where they are (no packing)
   };
 
   // Whether a float32 value can be computed for V consecutive values of range r at once, as one clang vector: its
@@ -706,6 +714,7 @@ class CRenderer {
 
   bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
     if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
+    if (choose_bf16_tile(kernel, out_ranges)) return true;
     const NodeData* reduce = nullptr;
     for (const NodeData* n : toposort({kernel})) {
       if (n->op == Op::BUFFERIZE) return false;
@@ -768,6 +777,148 @@ class CRenderer {
     upcast_ = tile_.dot ? tile_.vectors : tile_.vectors * tile_.width;
     deps_.clear();
     return true;
+  }
+
+  // bf16 tiles (tinygrad's TC, tensor cores, on the CPU device): a kernel whose one reduce is a float32 sum over one
+  // range k of a product of two bfloat16 values widened to float32 (Tensor::matmul's form for half types), A reading
+  // a row range i and not a column range j, B the other way round, both multiples of 16, computes 16 rows by NW = 16 W
+  // columns per step through the kernel ABI's bf16 micro-kernels (include/hcq/kernel_abi.h): AMX tiles, vdpbf16ps,
+  // or FMAs on widened bf16, as the device's features choose (TargetFacts::cpu_isa.bf16_matmul; none on the scalar
+  // path, which keeps the float32 tiles). Per column block, B's K x NW panel is packed in the VNNI layout the
+  // micro-kernels read (pairs of k per column), zero-padded to a multiple of 32 in k; A's rows are read where they
+  // are when they are a plain load contiguous in k with a constant row stride and K is a multiple of 32, else
+  // packed per row step. The sums go through a 16 x NW array into the epilogue, as the float32 tiles' do.
+  static constexpr int64_t kBf16TileRows = 16, kBf16Step = 32;
+
+  static bool widened_bf16(const NodeData* n) {
+    return n->op == Op::CAST && n->dtype == DType::float32 && n->src[0]->dtype == DType::bfloat16 &&
+           printable(n->src[0].get());
+  }
+  static bool plain_bf16_load(const NodeData* n) {
+    return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM && n->dtype == DType::bfloat16;
+  }
+
+  bool choose_bf16_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (facts_.cpu_isa.bf16_matmul == Bf16MatmulPath::scalar) return false;
+    const NodeData* reduce = nullptr;
+    for (const NodeData* n : toposort({kernel})) {
+      if (n->op == Op::BUFFERIZE) return false;
+      if (n->op != Op::REDUCE) continue;
+      if (reduce) return false;
+      reduce = n;
+    }
+    if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
+        reduce->src[0]->op != Op::MUL || reduce->src.size() != 2)
+      return false;
+    const NodeData* body = reduce->src[0].get();
+    const NodeData* k = reduce->src[1].get();
+    const int64_t K = k->i[1], Kp = (K + kBf16Step - 1) / kBf16Step * kBf16Step;
+    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
+      return std::find(v.begin(), v.end(), r) != v.end();
+    };
+    for (int first = 0; first < 2; ++first) {
+      const NodeData* a = body->src[first].get();
+      const NodeData* b = body->src[1 - first].get();
+      if (!widened_bf16(a) || !widened_bf16(b)) return false;
+      const std::vector<const NodeData*> da = deps(a), db = deps(b);
+      if (!has(da, k) || !has(db, k)) return false;
+      for (const NodeData* i : out_ranges) {
+        if (!has(da, i) || has(db, i) || i->i[1] % kBf16TileRows != 0) continue;
+        for (const NodeData* j : out_ranges) {
+          if (!has(db, j) || has(da, j)) continue;
+          // The widest column block (4, 2 or 1 micro-kernel blocks) that divides N and whose panel fits the stack.
+          for (int64_t w = 4; w >= 1; w /= 2) {
+            if (j->i[1] % (16 * w) != 0 || Kp * 16 * w * 2 > kMaxPanelBytes) continue;
+            Tile t;
+            t.a = a;
+            t.b = b;
+            t.i = i;
+            t.j = j;
+            t.ks = {k};
+            t.reduce = reduce;
+            t.rows = kBf16TileRows;
+            t.vectors = w;
+            t.width = 16;
+            t.bf16 = true;
+            const NodeData* x = a->src[0].get();
+            t.a_in_place = plain_bf16_load(x) && K % kBf16Step == 0 && coefficient(x->src[1].get(), k) == 1 &&
+                           coefficient(x->src[1].get(), i) > 0 &&
+                           coefficient(x->src[1].get(), i) <= std::numeric_limits<uint32_t>::max();
+            tile_ = t;
+            lane_ = j;
+            upcast_ = 16 * w;
+            deps_.clear();
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // The bits of a bf16 operand (the value under its widening cast) with some ranges replaced: a plain load's storage
+  // word, anything else rounded from its float value (exact: it is a bf16 value).
+  std::string bf16_bits(const NodeData* widened, const std::unordered_map<const NodeData*, std::string>& at) {
+    const NodeData* x = widened->src[0].get();
+    if (plain_bf16_load(x)) return tag("b", x->src[0]->i[0]) + "[" + value_c(x->src[1].get(), at) + "]";
+    return "hcq_f2b(" + value_c(x, at) + ")";
+  }
+
+  // A bf16 tile's panel, rows and micro-kernel calls inside the column loop `cur`; returns the epilogue's scope (one
+  // row of the tile, NW lanes), as render_tile does.
+  Scope* render_bf16_tile(Scope* cur, const std::pair<std::string, std::string>& row_bounds) {
+    const Tile& t = tile_;
+    const NodeData* k = t.ks[0];
+    const int64_t K = k->i[1], Kp = (K + kBf16Step - 1) / kBf16Step * kBf16Step, NW = t.vectors * 16;
+    const std::string path(to_string(facts_.cpu_isa.bf16_matmul));
+    const std::string rj = names_.at(t.j), ri = tag("r", t.i->i[0]);
+    auto at = [&](const NodeData* r, const std::string& v, const std::string& kv) {
+      return std::unordered_map<const NodeData*, std::string>{{r, v}, {k, kv}};
+    };
+    // B's panel: packed row r holds the pairs (B[2r][c], B[2r + 1][c]) of every column c of the block.
+    const std::string panel = tag("pk", next_var_++);
+    cur->lines.push_back("uint16_t " + panel + tag("[", Kp * NW) + "];");
+    cur->lines.push_back(tag("for (int64_t tk = 0; tk < ", K) + tag("; ++tk) for (int64_t tn = 0; tn < ", NW) +
+                         "; ++tn) " + panel + tag("[(tk >> 1) * ", 2 * NW) +
+                         " + 2 * tn + (tk & 1)] = " + bf16_bits(t.b, at(t.j, "(" + rj + " + tn)", "tk")) + ";");
+    if (Kp > K)
+      cur->lines.push_back(tag("for (int64_t tk = ", K) + tag("; tk < ", Kp) +
+                           tag("; ++tk) for (int64_t tn = 0; tn < ", NW) + "; ++tn) " + panel +
+                           tag("[(tk >> 1) * ", 2 * NW) + " + 2 * tn + (tk & 1)] = 0;");
+    Scope* rows = open_scope(cur, "for (int64_t " + ri + " = " + row_bounds.first + "; " + ri + " < " +
+                                      row_bounds.second + "; " + ri + tag(" += ", kBf16TileRows) + ") {");
+    names_[t.i] = ri;
+    range_scope_[t.i] = rows;
+    // A's 16 rows: where they are, or packed (zero-padded in k).
+    std::string a_ptr, lda;
+    if (t.a_in_place) {
+      const NodeData* x = t.a->src[0].get();
+      a_ptr = "&" + tag("b", x->src[0]->i[0]) + "[" + value_c(x->src[1].get(), at(t.i, ri, "0")) + "]";
+      lda = std::to_string(coefficient(x->src[1].get(), t.i));
+    } else {
+      a_ptr = tag("pa", next_var_++);
+      rows->lines.push_back("uint16_t " + a_ptr + tag("[", kBf16TileRows * Kp) + "];");
+      rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", kBf16TileRows) +
+                            tag("; ++tu) for (int64_t tk = 0; tk < ", K) + "; ++tk) " + a_ptr + tag("[tu * ", Kp) +
+                            " + tk] = " + bf16_bits(t.a, at(t.i, "(" + ri + " + tu)", "tk")) + ";");
+      if (Kp > K)
+        rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", kBf16TileRows) + tag("; ++tu) for (int64_t tk = ", K) +
+                              tag("; tk < ", Kp) + "; ++tk) " + a_ptr + tag("[tu * ", Kp) + " + tk] = 0;");
+      lda = std::to_string(Kp);
+    }
+    const std::string tile = tag("tile", next_var_++);
+    rows->lines.push_back(std::string("float ") + tile + tag("[", kBf16TileRows) + tag("][", NW) + "];");
+    rows->lines.push_back("__builtin_memset(" + tile + ", 0, sizeof " + tile + ");");
+    rows->lines.push_back(tag("for (int64_t tw = 0; tw < ", t.vectors) + "; ++tw) hcq_bf16_mm16_" + path + "(&" + tile +
+                          tag("[0][tw * 16], ", NW) + ", " + a_ptr + ", " + lda + ", " + panel +
+                          tag(" + tw * 32, ", 2 * NW) + tag(", ", Kp) + ");");
+    Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", kBf16TileRows) + "; ++tu) {");
+    const std::string sums = tag("trow", next_var_++);
+    epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
+    names_[t.i] = "(" + ri + " + tu)";
+    range_scope_[t.i] = epilogue;
+    names_[t.reduce] = sums;
+    return epilogue;
   }
 
   // Dot tiles (tinygrad's UPCAST of two output axes with the reduce axis unrolled into a vector): a product whose
@@ -906,7 +1057,8 @@ class CRenderer {
   const NodeData* tile_split(const Tile& t) const {
     for (const NodeData* r : out_ranges_)
       if (r != t.i && r != t.j) return r->i[1] >= 2 ? r : t.i;
-    if (merged_ && !t.dot && t.j->i[1] / (t.vectors * t.width) >= 2) return t.j;
+    // bf16 tiles likewise: each worker packs only its own columns' panels.
+    if ((merged_ || t.bf16) && !t.dot && t.j->i[1] / (t.vectors * t.width) >= 2) return t.j;
     return t.i;
   }
 
@@ -928,6 +1080,7 @@ class CRenderer {
     std::string s = groups > 1 ? tag("THREAD(", split) + tag(",", groups) + ") " : std::string();
     s += tag("UPCAST(", i) + tag(",", tile_.rows) + tag(") UPCAST(", j) + tag(",", upcast_) + ")";
     if (tile_.dot) return s + tag(" DOT(", tile_.width) + ")";
+    if (tile_.bf16) return s + " TC(" + std::string(to_string(facts_.cpu_isa.bf16_matmul)) + ")";
     return tile_.pack ? s + tag(" PACK(", j) + ")" : s;
   }
 
@@ -965,7 +1118,7 @@ class CRenderer {
                                        tag(")));\ntypedef float hcq_vfu __attribute__((ext_vector_type(", V) +
                                        "), aligned(4)));\n");
     const std::string unroll = "_Pragma(\"clang loop unroll(full)\") ";
-    const std::string bB = t.gather ? std::string() : tag("b", t.b->src[0]->i[0]);  // B as one plain load
+    const std::string bB = t.gather || t.bf16 ? std::string() : tag("b", t.b->src[0]->i[0]);  // B as one plain load
     // This workgroup's share of the split range: [lo, hi) in whole row steps when that is the rows.
     const NodeData* split = tile_split(t);
     if (groups > 1) {
@@ -984,6 +1137,7 @@ class CRenderer {
       if (r != t.i && r != t.j) cur = open_loop(cur, r, bounds(r).first, bounds(r).second);
     cur = open_loop(cur, t.j, bounds(t.j).first, bounds(t.j).second);  // steps by upcast_ (lane_ is j)
     if (t.dot) return render_dot_tile(cur, bounds(t.i), k_at, unroll);
+    if (t.bf16) return render_bf16_tile(cur, bounds(t.i));
     const std::string rj = names_.at(t.j);
     const std::string column = "(" + rj + tag(" + tw * ", V) + ")";
     // Blocked: every row's sums (of this worker's rows) between blocks, then the block loop.

@@ -169,8 +169,15 @@ Tensor Tensor::matmul(const Tensor& o) const {
                               shape_str(batch_b), ")"));
   }
   // (..., M, 1, K) * (..., 1, N, K), summed over K.
-  const Tensor prod = a.unsqueeze(-2).mul(b.transpose(-1, -2).unsqueeze(-3));
-  Tensor out = prod.sum(-1);
+  const Tensor x = a.unsqueeze(-2), y = b.transpose(-1, -2).unsqueeze(-3);
+  const Tensor prod = x.mul(y);
+  // Half types multiply in float32 (a product of two of them is exact there), sum in float32 and round once, as
+  // PyTorch's and the matrix units' (AMX, WMMA, MMA) products do: the CPU device's bf16 tiles (render_c.cpp) take
+  // this form.
+  const DType t = prod.dtype();
+  Tensor out = t == DType::float16 || t == DType::bfloat16
+                   ? x.cast(DType::float32).mul(y.cast(DType::float32)).sum(-1).cast(t)
+                   : prod.sum(-1);
   if (ndim() == 1) out = out.squeeze(-2);
   if (o.ndim() == 1) out = out.squeeze(-1);
   return out;
