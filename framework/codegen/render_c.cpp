@@ -781,8 +781,9 @@ class CRenderer {
 
   // bf16 tiles (tinygrad's TC, tensor cores, on the CPU device): a kernel whose one reduce is a float32 sum over one
   // range k of a product of two bfloat16 values widened to float32 (Tensor::matmul's form for half types), A reading
-  // a row range i and not a column range j, B the other way round, both multiples of 16, computes 16 rows by NW = 16 W
-  // columns per step through the kernel ABI's bf16 micro-kernels (include/hcq/kernel_abi.h): AMX tiles, vdpbf16ps,
+  // a row range i and not a column range j, B the other way round, both multiples of 16, computes 16 rows (32 with
+  // AMX where they divide) by NW = 16 W columns per step through the kernel ABI's bf16 micro-kernels
+  // (include/hcq/kernel_abi.h): AMX tiles, vdpbf16ps,
   // or FMAs on widened bf16, as the device's features choose (TargetFacts::cpu_isa.bf16_matmul; none on the scalar
   // path, which keeps the float32 tiles). Per column block, B's K x NW panel is packed in the VNNI layout the
   // micro-kernels read (pairs of k per column), zero-padded to a multiple of 32 in k; A's rows are read where they
@@ -836,7 +837,9 @@ class CRenderer {
             t.j = j;
             t.ks = {k};
             t.reduce = reduce;
-            t.rows = kBf16TileRows;
+            // AMX takes 32 x 32 blocks where they divide the output (hcq_bf16_mm32_amx).
+            const bool amx32 = facts_.cpu_isa.bf16_matmul == Bf16MatmulPath::amx && i->i[1] % 32 == 0 && w >= 2;
+            t.rows = amx32 ? 32 : kBf16TileRows;
             t.vectors = w;
             t.width = 16;
             t.bf16 = true;
@@ -871,6 +874,7 @@ class CRenderer {
     const NodeData* k = t.ks[0];
     const int64_t K = k->i[1], Kp = (K + kBf16Step - 1) / kBf16Step * kBf16Step, NW = t.vectors * 16;
     const std::string path(to_string(facts_.cpu_isa.bf16_matmul));
+    const int64_t R = t.rows;
     const std::string rj = names_.at(t.j), ri = tag("r", t.i->i[0]);
     auto at = [&](const NodeData* r, const std::string& v, const std::string& kv) {
       return std::unordered_map<const NodeData*, std::string>{{r, v}, {k, kv}};
@@ -886,10 +890,10 @@ class CRenderer {
                            tag("; ++tk) for (int64_t tn = 0; tn < ", NW) + "; ++tn) " + panel +
                            tag("[(tk >> 1) * ", 2 * NW) + " + 2 * tn + (tk & 1)] = 0;");
     Scope* rows = open_scope(cur, "for (int64_t " + ri + " = " + row_bounds.first + "; " + ri + " < " +
-                                      row_bounds.second + "; " + ri + tag(" += ", kBf16TileRows) + ") {");
+                                      row_bounds.second + "; " + ri + tag(" += ", R) + ") {");
     names_[t.i] = ri;
     range_scope_[t.i] = rows;
-    // A's 16 rows: where they are, or packed (zero-padded in k).
+    // A's R rows: where they are, or packed (zero-padded in k).
     std::string a_ptr, lda;
     if (t.a_in_place) {
       const NodeData* x = t.a->src[0].get();
@@ -897,22 +901,25 @@ class CRenderer {
       lda = std::to_string(coefficient(x->src[1].get(), t.i));
     } else {
       a_ptr = tag("pa", next_var_++);
-      rows->lines.push_back("uint16_t " + a_ptr + tag("[", kBf16TileRows * Kp) + "];");
-      rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", kBf16TileRows) +
-                            tag("; ++tu) for (int64_t tk = 0; tk < ", K) + "; ++tk) " + a_ptr + tag("[tu * ", Kp) +
+      rows->lines.push_back("uint16_t " + a_ptr + tag("[", R * Kp) + "];");
+      rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", R) + tag("; ++tu) for (int64_t tk = 0; tk < ", K) +
+                            "; ++tk) " + a_ptr + tag("[tu * ", Kp) +
                             " + tk] = " + bf16_bits(t.a, at(t.i, "(" + ri + " + tu)", "tk")) + ";");
       if (Kp > K)
-        rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", kBf16TileRows) + tag("; ++tu) for (int64_t tk = ", K) +
+        rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", R) + tag("; ++tu) for (int64_t tk = ", K) +
                               tag("; tk < ", Kp) + "; ++tk) " + a_ptr + tag("[tu * ", Kp) + " + tk] = 0;");
       lda = std::to_string(Kp);
     }
     const std::string tile = tag("tile", next_var_++);
-    rows->lines.push_back(std::string("float ") + tile + tag("[", kBf16TileRows) + tag("][", NW) + "];");
+    rows->lines.push_back(std::string("float ") + tile + tag("[", R) + tag("][", NW) + "];");
     rows->lines.push_back("__builtin_memset(" + tile + ", 0, sizeof " + tile + ");");
-    rows->lines.push_back(tag("for (int64_t tw = 0; tw < ", t.vectors) + "; ++tw) hcq_bf16_mm16_" + path + "(&" + tile +
-                          tag("[0][tw * 16], ", NW) + ", " + a_ptr + ", " + lda + ", " + panel +
-                          tag(" + tw * 32, ", 2 * NW) + tag(", ", Kp) + ");");
-    Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", kBf16TileRows) + "; ++tu) {");
+    // 32 x 32 blocks (AMX: each loaded A and B tile feeds two tdpbf16ps), else 16 x 16 ones.
+    const int64_t block = R == 32 ? 32 : 16;
+    const std::string kernel = R == 32 ? "hcq_bf16_mm32_amx" : "hcq_bf16_mm16_" + path;
+    rows->lines.push_back(tag("for (int64_t tw = 0; tw < ", NW / block) + "; ++tw) " + kernel + "(&" + tile +
+                          tag("[0][tw * ", block) + tag("], ", NW) + ", " + a_ptr + ", " + lda + ", " + panel +
+                          tag(" + tw * ", 2 * block) + tag(", ", 2 * NW) + tag(", ", Kp) + ");");
+    Scope* epilogue = open_scope(rows, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
     const std::string sums = tag("trow", next_var_++);
     epilogue->lines.push_back("const float* " + sums + " = " + tile + "[tu];");
     names_[t.i] = "(" + ri + " + tu)";

@@ -390,9 +390,10 @@ static inline void hcq_bf16_pack_vnni(uint16_t *bp, uint32_t ldbp, const uint16_
     }
 }
 
-/* The tile palette: palette 1, tile 0 = C (16 rows x 64 bytes: 16 fp32), tile 1 = A (16 rows x 64 bytes: 32 bf16),
- * tile 2 = B packed (16 rows x 64 bytes: 16 pairs); tiles 3..5 the same for the second accumulator chain. The
- * 64-byte layout is the SDM's (LDTILECFG): palette, start row, 14 reserved bytes, colsb[16], rows[16]. */
+/* The tile palette: palette 1, all eight tiles 16 rows x 64 bytes (16 fp32 of C, 32 bf16 of A, or 16 pairs of packed
+ * B). hcq_bf16_mm16_amx uses tiles 0..2 as C, A, B and 3..5 for its second accumulator chain; hcq_bf16_mm32_amx
+ * uses 0..3 as C, 4..5 as A and 6..7 as B. The 64-byte layout is the SDM's (LDTILECFG): palette, start row, 14
+ * reserved bytes, colsb[16], rows[16]. */
 typedef struct hcq_amx_config_ {
   uint8_t palette, start_row, reserved[14];
   uint16_t colsb[16];
@@ -403,7 +404,7 @@ static inline __attribute__((target("amx-tile"))) void hcq_amx_begin(void) {
   hcq_amx_config_ cfg;
   __builtin_memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
-  for (int t = 0; t < 6; ++t) {
+  for (int t = 0; t < 8; ++t) {
     cfg.colsb[t] = 64;
     cfg.rows[t] = 16;
   }
@@ -440,6 +441,38 @@ static inline __attribute__((target("amx-tile,amx-bf16"))) void hcq_bf16_mm16_am
   __builtin_ia32_tilestored64(3, odd, 64);
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) c[(size_t)i * ldc + j] += odd[i * 16 + j];
+}
+
+/* C[32 x 32] += A[32 x k] . B[k x 32] (B's 32 columns packed side by side: ldbp >= 64): four 16 x 16 accumulators
+ * (tiles 0-3), and per 32-deep step A's two row halves (tiles 4, 5) and B's two column halves (6, 7) loaded once each
+ * and used twice, where hcq_bf16_mm16_amx loads one A and one B per tdpbf16ps. AMX only; the code generator calls it
+ * on 32-row, 32-column blocks. */
+static inline __attribute__((target("amx-tile,amx-bf16"))) void hcq_bf16_mm32_amx(float *c, uint32_t ldc,
+                                                                                  const uint16_t *a, uint32_t lda,
+                                                                                  const uint16_t *bp, uint32_t ldbp,
+                                                                                  uint32_t k) {
+  const size_t sc = (size_t)ldc * 4, sa = (size_t)lda * 2, sb = (size_t)ldbp * 2;
+  float *c1 = c + (size_t)16 * ldc;
+  const uint16_t *a1 = a + (size_t)16 * lda;
+  __builtin_ia32_tileloadd64(0, c, sc);
+  __builtin_ia32_tileloadd64(1, c + 16, sc);
+  __builtin_ia32_tileloadd64(2, c1, sc);
+  __builtin_ia32_tileloadd64(3, c1 + 16, sc);
+  for (uint32_t s = 0; s < k; s += 32) {
+    const uint16_t *b = bp + (size_t)(s / 2) * ldbp;
+    __builtin_ia32_tileloadd64(4, a + s, sa);
+    __builtin_ia32_tileloadd64(6, b, sb);
+    __builtin_ia32_tdpbf16ps(0, 4, 6);
+    __builtin_ia32_tileloadd64(7, b + 32, sb);
+    __builtin_ia32_tdpbf16ps(1, 4, 7);
+    __builtin_ia32_tileloadd64(5, a1 + s, sa);
+    __builtin_ia32_tdpbf16ps(2, 5, 6);
+    __builtin_ia32_tdpbf16ps(3, 5, 7);
+  }
+  __builtin_ia32_tilestored64(0, c, sc);
+  __builtin_ia32_tilestored64(1, c + 16, sc);
+  __builtin_ia32_tilestored64(2, c1, sc);
+  __builtin_ia32_tilestored64(3, c1 + 16, sc);
 }
 
 /* One zmm accumulator per row of C; each step broadcasts A's pair (a[i][2r], a[i][2r+1]) against packed row r. */

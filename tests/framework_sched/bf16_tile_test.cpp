@@ -61,16 +61,21 @@ TargetFacts cpu_facts(unsigned workers, Bf16MatmulPath path) {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(CpuBf16Tile, ShapeOptsAndMicroKernelFollowTheDevice) {
-  // 64 x 96 x 128: 16 rows by 4 blocks of 16 columns; K a multiple of 32 and A a plain load: A read in place.
+  // 64 x 96 x 128: AMX takes 32 rows by 64 columns (two 32 x 32 blocks); K a multiple of 32 and A a plain load: A
+  // read in place.
   const RenderedKernel amx = render_c(bf16_matmul_kernel(64, 96, 128), cpu_facts(1, Bf16MatmulPath::amx));
-  EXPECT_EQ(amx.name, "r_64_128_96_up16x64");
-  EXPECT_EQ(amx.opts, "UPCAST(0,16) UPCAST(1,64) TC(amx)");
+  EXPECT_EQ(amx.name, "r_64_128_96_up32x64");
+  EXPECT_EQ(amx.opts, "UPCAST(0,32) UPCAST(1,64) TC(amx)");
   EXPECT_TRUE(contains(amx.source, "hcq_amx_begin();")) << amx.source;
   EXPECT_TRUE(contains(amx.source, "hcq_amx_end();")) << amx.source;
-  EXPECT_TRUE(contains(amx.source, "hcq_bf16_mm16_amx(")) << amx.source;
+  EXPECT_TRUE(contains(amx.source, "hcq_bf16_mm32_amx(")) << amx.source;
   EXPECT_FALSE(contains(amx.source, "uint16_t pa")) << amx.source;
+  // 48 rows: 16-row steps of 16 x 16 blocks.
+  const RenderedKernel amx16 = render_c(bf16_matmul_kernel(48, 96, 128), cpu_facts(1, Bf16MatmulPath::amx));
+  EXPECT_EQ(amx16.opts, "UPCAST(0,16) UPCAST(1,64) TC(amx)");
+  EXPECT_TRUE(contains(amx16.source, "hcq_bf16_mm16_amx(")) << amx16.source;
 
-  // The same kernel on the other paths: their micro-kernel, no tile configuration.
+  // The same kernel on the other paths: 16-row steps, their micro-kernel, no tile configuration.
   for (Bf16MatmulPath p : {Bf16MatmulPath::avx512_bf16, Bf16MatmulPath::avx512, Bf16MatmulPath::avx2}) {
     const RenderedKernel rk = render_c(bf16_matmul_kernel(64, 96, 128), cpu_facts(1, p));
     const std::string name(to_string(p));
@@ -87,7 +92,7 @@ TEST(CpuBf16Tile, ShapeOptsAndMicroKernelFollowTheDevice) {
 
   // Enough work for two workers: they split the column blocks (each packs only its own panels).
   EXPECT_EQ(render_c(bf16_matmul_kernel(256, 256, 256), cpu_facts(2, Bf16MatmulPath::amx)).opts,
-            "THREAD(1,2) UPCAST(0,16) UPCAST(1,64) TC(amx)");
+            "THREAD(1,2) UPCAST(0,32) UPCAST(1,64) TC(amx)");
 
   // Not taken: 24 rows (no whole 16-row step), and a CPU whose bf16 path is scalar; float32 tiles instead.
   EXPECT_FALSE(contains(render_c(bf16_matmul_kernel(24, 96, 128), cpu_facts(1, Bf16MatmulPath::amx)).opts, "TC("));
@@ -186,19 +191,22 @@ class CpuBf16TileValues : public ::testing::TestWithParam<PathCase> {
         }
   }
 
+  // The opts a 64-column block gets: 32-row steps on AMX (hcq_bf16_mm32_amx), 16 on the other paths.
+  static std::string rows() { return GetParam().path == Bf16MatmulPath::amx ? "32" : "16"; }
+  static std::string tc() { return "TC(" + std::string(to_string(GetParam().path)) + ")"; }
+
   std::vector<std::string> tc_opts_;
 };
 
 TEST_P(CpuBf16TileValues, OperandsReadInPlaceAndPacked) {
   check(1, 64, 96, 128, false, true);   // A in place
   check(1, 64, 96, 128, false, false);  // both cast inside the kernel: packed
-  const std::string tc = "TC(" + std::string(to_string(GetParam().path)) + ")";
   ASSERT_EQ(tc_opts_.size(), 2u);
-  for (const std::string& o : tc_opts_) EXPECT_EQ(o, "UPCAST(0,16) UPCAST(1,64) " + tc);
+  for (const std::string& o : tc_opts_) EXPECT_EQ(o, "UPCAST(0," + rows() + ") UPCAST(1,64) " + tc());
 }
 
 TEST_P(CpuBf16TileValues, PaddedReduceTransposedRightOperandAndBatch) {
-  check(1, 32, 50, 80, false, true);  // K padded to 64 with zeros, 16-column blocks
+  check(1, 32, 50, 80, false, true);  // K padded to 64 with zeros, 16-column blocks (16 x 16 on every path)
   check(1, 48, 72, 32, true, true);   // B read across its rows
   check(3, 16, 64, 32, false, true);  // a batch axis outside the tile
   EXPECT_EQ(tc_opts_.size(), 3u);
@@ -207,9 +215,8 @@ TEST_P(CpuBf16TileValues, PaddedReduceTransposedRightOperandAndBatch) {
 TEST_P(CpuBf16TileValues, TwoWorkersSplitTheColumns) {
   check(1, 128, 256, 256, false, true);
   ASSERT_EQ(tc_opts_.size(), 1u);
-  const std::string tc = "UPCAST(0,16) UPCAST(1,64) TC(" + std::string(to_string(GetParam().path)) + ")";
   if (open_device(GetParam().device).info().compute_units < 2) GTEST_SKIP() << "one worker: " << tc_opts_[0];
-  EXPECT_EQ(tc_opts_[0], "THREAD(1,2) " + tc);
+  EXPECT_EQ(tc_opts_[0], "THREAD(1,2) UPCAST(0," + rows() + ") UPCAST(1,64) " + tc());
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, CpuBf16TileValues,
