@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -140,6 +141,17 @@ unsigned cpu_threads() {
 int debug() { return static_cast<int>(number_in("HCQ_DEBUG", 0, 0, 7, "a debug level")); }
 
 bool noopt() { return switch_on("HCQ_NOOPT"); }
+
+namespace {
+std::atomic<int64_t> g_beam_override{-1};  // -1: none
+}  // namespace
+
+void override_beam(std::optional<unsigned> width) { g_beam_override = width ? static_cast<int64_t>(*width) : -1; }
+
+unsigned beam() {
+  if (const int64_t o = g_beam_override.load(); o >= 0) return static_cast<unsigned>(o);
+  return static_cast<unsigned>(number_in("HCQ_BEAM", 0, 0, 64, "a number of candidates"));
+}
 
 bool jit_check() { return switch_on("HCQ_JIT_CHECK"); }
 

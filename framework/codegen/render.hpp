@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,7 +29,13 @@ struct RenderedKernel {
 // C for the HCQ kernel ABI, for any target (target.hpp): ranges become loops, reduces accumulators, loop-invariant
 // values are hoisted. On the CPU device the outermost output loop is split over workgroups (one per worker); on a GPU
 // each thread computes one output element (a grid-stride loop over them). The per-target spellings are the prelude's.
-RenderedKernel render_c(const Node& kernel, const TargetFacts& facts);
+// `choice` 0 is the heuristics' rendering; 1 to render_choices(kernel, facts) - 1 the alternatives a search times
+// (framework/engine/beam.hpp): each register tile that fits, best-ranked first, then the plain loops last. A choice
+// past them is an InvalidArgument. Every choice computes the same values (up to float32's summation order).
+RenderedKernel render_c(const Node& kernel, const TargetFacts& facts, size_t choice = 0);
+
+// How many choices render_c has for this kernel: 1 off the CPU device or without optimisation.
+size_t render_choices(const Node& kernel, const TargetFacts& facts);
 
 // For tests: a function that edits every kernel render_c returns, before it is compiled (a deliberately wrong kernel,
 // to show that faults and validation catch one). Empty: none. Set it while no realize runs, and clear the schedule

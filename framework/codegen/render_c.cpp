@@ -138,7 +138,14 @@ struct Scope {
 
 class CRenderer {
  public:
-  explicit CRenderer(const TargetFacts& facts) : facts_(facts) {}
+  CRenderer(const TargetFacts& facts, size_t choice) : facts_(facts), choice_(choice) {}
+
+  // How many renderings render() can give this kernel (render_choices).
+  size_t choices(const Node& kernel) {
+    if (facts_.target != Target::cpu || !facts_.optimize) return 1;
+    out_ranges_ = output_ranges(kernel);
+    return tile_alternatives(kernel, out_ranges_).size() + 2;
+  }
 
   RenderedKernel render(const Node& original) {
     Node kernel = original;
@@ -188,8 +195,13 @@ class CRenderer {
     std::vector<int64_t> merged_axes;
     // A gathered tile whose panel is packed in blocks (a weight gradient: K spans the batch) merges its rows instead
     // (merge_rows_for_tile): merged columns would gather runs of one window row, 3 or 5 lanes long.
-    bool tiled = choose_tile(kernel, out_ranges);
-    if (!tiled || tile_.gather) {
+    bool tiled = false;
+    if (choice_ > 0) {
+      tiled = choose_alternative(kernel, out_ranges);
+    } else {
+      tiled = choose_tile(kernel, out_ranges);
+    }
+    if (choice_ == 0 && (!tiled || tile_.gather)) {
       const bool rows = tiled && tile_.k_block > 0;
       if (Node merged = rows ? merge_rows_for_tile(kernel, out_ranges, tile_, merged_axes)
                              : merge_for_tile(kernel, out_ranges, merged_axes)) {
@@ -712,6 +724,39 @@ class CRenderer {
     return out;
   }
 
+  // Every register tile the kernel could take (bf16, broadcast and dot tiles of every shape that fits, unmerged
+  // ranges only), best-ranked first (tile_rank, the heuristics' own measure): the alternatives a search times
+  // (HCQ_BEAM, framework/engine/beam.cpp). Leaves the renderer's choice as it was.
+  std::vector<Tile> tile_alternatives(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    std::vector<Tile> all;
+    collect_ = &all;
+    choose_tile(kernel, out_ranges);
+    collect_ = nullptr;
+    tile_ = Tile{};
+    lane_ = nullptr;
+    upcast_ = 1;
+    deps_.clear();
+    std::stable_sort(all.begin(), all.end(), [](const Tile& x, const Tile& y) {
+      return tile_rank(x.rows, x.vectors) > tile_rank(y.rows, y.vectors);
+    });
+    return all;
+  }
+
+  // Choice k > 0 (render_c): the k-th alternative tile, or for the last choice none (the plain loops, upcast as the
+  // heuristics would).
+  bool choose_alternative(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    const std::vector<Tile> all = tile_alternatives(kernel, out_ranges);
+    if (choice_ > all.size() + 1)
+      throw InvalidArgument(cat("render_c: choice ", choice_, " of a kernel with ", all.size() + 2,
+                                " renderings (0 to ", all.size() + 1, ")"));
+    if (choice_ == all.size() + 1 || facts_.target != Target::cpu || !facts_.optimize) return false;
+    tile_ = all[choice_ - 1];
+    lane_ = tile_.j;
+    upcast_ = tile_.dot ? tile_.vectors : tile_.vectors * tile_.width;
+    deps_.clear();
+    return true;
+  }
+
   bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
     if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
     if (choose_bf16_tile(kernel, out_ranges)) return true;
@@ -764,13 +809,13 @@ class CRenderer {
           t.gather = !(b->op == Op::LOAD && b->src.size() == 2 && b->src[0]->op == Op::PARAM &&
                        b->dtype == DType::float32 && coefficient(b->src[1].get(), j) == 1);
           t.vec_b = t.gather && vectorizable(b, j);
-          if (pick_tile_shape(t) && (!tile_.i || better(t, tile_))) tile_ = t;
+          if (pick_tile_shape(t) && !collect_ && (!tile_.i || better(t, tile_))) tile_ = t;
         }
       }
     }
-    if ((!tile_.i || tile_.gather) && !merged_ && !merged_rows_) {
+    if ((!tile_.i || tile_.gather || collect_) && !merged_ && !merged_rows_) {
       Tile d;
-      if (choose_dot_tile(body, reduce, ks, d)) tile_ = d;
+      if (choose_dot_tile(body, reduce, ks, d) && !collect_) tile_ = d;
     }
     if (!tile_.i) return false;
     lane_ = tile_.j;
@@ -847,6 +892,14 @@ class CRenderer {
             t.a_in_place = plain_bf16_load(x) && K % kBf16Step == 0 && coefficient(x->src[1].get(), k) == 1 &&
                            coefficient(x->src[1].get(), i) > 0 &&
                            coefficient(x->src[1].get(), i) <= std::numeric_limits<uint32_t>::max();
+            if (collect_) {  // tile_alternatives: every width, and 16-row steps where AMX takes 32
+              collect_->push_back(t);
+              if (t.rows == 32) {
+                t.rows = kBf16TileRows;
+                collect_->push_back(t);
+              }
+              continue;
+            }
             tile_ = t;
             lane_ = j;
             upcast_ = 16 * w;
@@ -965,7 +1018,7 @@ class CRenderer {
             for (int64_t c = 1; c <= 8; ++c) {
               if (r * c < 4 || r * c + r + 1 > registers - 1 || i->i[1] % r != 0 || j->i[1] % c != 0) continue;
               const double rank = tile_rank(r, c);
-              if (found && rank <= best) continue;
+              if (found && rank <= best && !collect_) continue;
               Tile t;
               t.a = a;
               t.b = b;
@@ -977,6 +1030,7 @@ class CRenderer {
               t.vectors = c;
               t.width = V;
               t.dot = true;
+              if (collect_) collect_->push_back(t);
               out = t;
               best = rank;
               found = true;
@@ -1024,37 +1078,54 @@ class CRenderer {
     const std::vector<Shape>& shapes = avx512 ? kAvx512 : kAvx2;
     for (const Shape& s : shapes) {
       if (M % s.rows != 0 || N % (s.vectors * t.width) != 0) continue;
+      if (collect_) {  // tile_alternatives: every shape that fits, not just the first
+        Tile c = t;
+        c.rows = s.rows;
+        c.vectors = s.vectors;
+        if (fit_tile_shape(c, K, M)) collect_->push_back(c);
+        continue;
+      }
       t.rows = s.rows;
       t.vectors = s.vectors;
-      // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack. A gathered
-      // panel costs a scalar load per element: only worth it when at least 4 rows use it.
-      const int64_t rows_per_worker = tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
-      const int64_t panel_bytes_per_k = s.vectors * t.width * 4;
-      const bool fits = K * panel_bytes_per_k <= kMaxPanelBytes;
-      if (t.gather && rows_per_worker < 4) return false;
-      t.k_block = 0;
-      if (t.gather && !fits) {
-        // A strided B is only read through the panel: pack it in blocks of the outermost reduce range (a weight
-        // gradient's batch), each fitting the stack, if every row's sums fit beside it; else a narrower one may fit.
-        const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
-        int64_t block = kMaxPanelBytes / (per_outer * panel_bytes_per_k);
-        while (block > 0 && outer % block != 0) --block;
-        if (block == 0 || M * s.vectors * t.width * 4 > kMaxRowSumsBytes) continue;
-        t.k_block = block;
-      }
-      // Merged columns (merge_for_tile): the gathered panel is streamed once per row step, and a convolution has
-      // few rows (its output channels), so it is packed a block of the outermost reduce range at a time to stay in
-      // L1 (a 200 KB panel read from L2 ran the 4x4 tile at 15 GFLOP/s a core, the same tile from L1 at 67).
-      if (merged_ && t.k_block == 0 && M * s.vectors * t.width * 4 <= kMaxRowSumsBytes) {
-        const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
-        int64_t block = kL1PanelBytes / (per_outer * panel_bytes_per_k);
-        while (block > 0 && outer % block != 0) --block;
-        if (block > 0 && block < outer) t.k_block = block;
-      }
-      t.pack = t.gather || (rows_per_worker / s.rows >= 2 && fits);
-      return true;
+      if (fit_tile_shape(t, K, M)) return true;
+      if (t.gather && rows_per_worker(t, M) < 4) return false;  // too few rows for a gathered panel: no shape helps
     }
     return false;
+  }
+
+  // Whether t's rows x vectors shape can be rendered (the panel, its blocks and the row sums fit), setting its
+  // packing and K blocks.
+  int64_t rows_per_worker(const Tile& t, int64_t M) const {
+    return tile_split(t) == t.i ? M / std::max<int64_t>(1, facts_.workers) : M;
+  }
+  bool fit_tile_shape(Tile& t, int64_t K, int64_t M) const {
+    // Packing pays when the panel is reused by several row steps of a worker, and fits a modest stack. A gathered
+    // panel costs a scalar load per element: only worth it when at least 4 rows use it.
+    const int64_t rows = rows_per_worker(t, M);
+    const int64_t panel_bytes_per_k = t.vectors * t.width * 4;
+    const bool fits = K * panel_bytes_per_k <= kMaxPanelBytes;
+    if (t.gather && rows < 4) return false;
+    t.k_block = 0;
+    if (t.gather && !fits) {
+      // A strided B is only read through the panel: pack it in blocks of the outermost reduce range (a weight
+      // gradient's batch), each fitting the stack, if every row's sums fit beside it; else a narrower one may fit.
+      const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
+      int64_t block = kMaxPanelBytes / (per_outer * panel_bytes_per_k);
+      while (block > 0 && outer % block != 0) --block;
+      if (block == 0 || M * t.vectors * t.width * 4 > kMaxRowSumsBytes) return false;
+      t.k_block = block;
+    }
+    // Merged columns (merge_for_tile): the gathered panel is streamed once per row step, and a convolution has few
+    // rows (its output channels), so it is packed a block of the outermost reduce range at a time to stay in L1 (a
+    // 200 KB panel read from L2 ran the 4x4 tile at 15 GFLOP/s a core, the same tile from L1 at 67).
+    if (merged_ && t.k_block == 0 && M * t.vectors * t.width * 4 <= kMaxRowSumsBytes) {
+      const int64_t outer = t.ks[0]->i[1], per_outer = K / outer;
+      int64_t block = kL1PanelBytes / (per_outer * panel_bytes_per_k);
+      while (block > 0 && outer % block != 0) --block;
+      if (block > 0 && block < outer) t.k_block = block;
+    }
+    t.pack = t.gather || (rows / t.rows >= 2 && fits);
+    return true;
   }
 
   // The output range split over the CPU device's workers: the outermost one outside the tile when there is one (a
@@ -1699,6 +1770,8 @@ class CRenderer {
   TargetFacts facts_;
   Scope root_;
   Tile tile_;                                   // register tiles (choose_tile): tile_.i set when chosen
+  size_t choice_ = 0;                           // render_c's choice: 0 the heuristics', k > 0 tile_alternatives' k-th
+  std::vector<Tile>* collect_ = nullptr;        // set while tile_alternatives collects every tile that fits
   std::vector<const NodeData*> out_ranges_;     // the kernel's output ranges, by id
   const NodeData* lane_ = nullptr;              // the upcast output range, if any
   std::unordered_set<const NodeData*> inline_;  // lane index expressions written in place, not as arrays
@@ -1731,11 +1804,13 @@ std::function<void(RenderedKernel&)>& render_hook() {
 
 }  // namespace
 
-RenderedKernel render_c(const Node& kernel, const TargetFacts& facts) {
-  RenderedKernel rk = CRenderer(facts).render(kernel);
+RenderedKernel render_c(const Node& kernel, const TargetFacts& facts, size_t choice) {
+  RenderedKernel rk = CRenderer(facts, choice).render(kernel);
   if (render_hook()) render_hook()(rk);
   return rk;
 }
+
+size_t render_choices(const Node& kernel, const TargetFacts& facts) { return CRenderer(facts, 0).choices(kernel); }
 
 void set_render_hook(std::function<void(RenderedKernel&)> hook) { render_hook() = std::move(hook); }
 

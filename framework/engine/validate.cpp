@@ -95,6 +95,16 @@ bool close(double got, double want, Tolerance tol) {
 
 }  // namespace
 
+std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want) {
+  const size_t size = dtype_size(t);
+  const Tolerance tol = tolerance(t);
+  for (size_t at = 0; at + size <= got.size() && at + size <= want.size(); at += size) {
+    const double g = value(t, got.data() + at), w = value(t, want.data() + at);
+    if (!close(g, w, tol)) return Mismatch{at / size, g, w, cat(dtype_name(t), " tolerance ", tol.abs, " + ", tol.rel)};
+  }
+  return std::nullopt;
+}
+
 bool validates(const Step& step) {
   return step.kind == Step::Kind::kernel && knobs::validate() &&
          step.kernel->program->device().info().interface != "cpu";
@@ -139,17 +149,12 @@ void run_validated(const Step& step, const Node& ast, DType out, std::span<Buffe
   std::vector<std::byte> want(got.size());
   copies.front().copyout(std::span<std::byte>(want));
 
-  const size_t size = dtype_size(out);
-  const Tolerance tol = tolerance(out);
-  for (size_t at = 0; at + size <= got.size(); at += size) {
-    const double g = value(out, got.data() + at), w = value(out, want.data() + at);
-    if (close(g, w, tol)) continue;
+  if (const std::optional<Mismatch> m = first_mismatch(out, got, want))
     throw ValidationError(cat("HCQ_VALIDATE: kernel ", step.what, " on ", dev.name(),
-                              " differs from the CPU device at element ", at / size, ": ", dev.name(), " ", g, ", CPU ",
-                              w, " (", dtype_name(out), " tolerance ", tol.abs, " + ", tol.rel,
+                              " differs from the CPU device at element ", m->element, ": ", dev.name(), " ", m->got,
+                              ", CPU ", m->want, " (", m->tolerance,
                               " * |CPU|). The kernel is wrong on this device (its generated code, its compiler or the "
                               "device): report it with this message; HCQ_NOOPT=1 may avoid it"));
-  }
 }
 
 }  // namespace hcq::fw

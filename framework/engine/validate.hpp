@@ -4,8 +4,11 @@
 // its dtype's tolerance is a ValidationError naming the kernel, its tensor op, the element and both values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "framework/ir/node.hpp"
 #include "framework/schedule/schedule.hpp"
@@ -15,6 +18,16 @@ class Buffer;
 }
 
 namespace hcq::fw {
+
+// The first element of `got` that differs from `want` beyond dtype t's tolerance (floats: an absolute floor plus a
+// part relative to `want`; integers and bools exact; NaN matches NaN): its index, both values and the tolerance in
+// words ("float32 tolerance 1e-05 + 0.0001"); nullopt when they agree.
+struct Mismatch {
+  size_t element = 0;
+  double got = 0, want = 0;
+  std::string tolerance;
+};
+std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want);
 
 // Whether `step` (a kernel step) is one HCQ_VALIDATE cross-checks: the knob is on and it runs off the CPU device.
 bool validates(const Step& step);

@@ -10,6 +10,7 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
+#include "framework/engine/beam.hpp"
 #include "framework/engine/compile.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/schedule/lower.hpp"
@@ -246,7 +247,7 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
     for (size_t k : order) {
       Pending& p = pending[k];
       if (p.step.kind != Step::Kind::kernel) continue;
-      RenderedKernel rk = render_c(p.ast, facts_for(p.step.device));
+      RenderedKernel rk = render_searched(p.ast, facts_for(p.step.device), p.step.device);
       p.step.global = rk.global;
       p.step.local = rk.local;
       p.step.what = cat(rk.name, " (", p.step.what, ")");

@@ -58,6 +58,13 @@ unsigned bundle_max();
 int debug();
 // HCQ_NOOPT=1: the framework's code generator applies no optimisation (plain loops, one workgroup). 0 or 1.
 bool noopt();
+// HCQ_BEAM: how many renderings of each new CPU kernel a search compiles, checks and times before the schedule uses
+// the fastest (framework/engine/beam.hpp); the winner is kept on disk. 0 (default) searches nothing; 1..64. Read at
+// each schedule built.
+unsigned beam();
+// For a tool that measures a search (hcq bench's "beam" products): while set, beam() returns it instead of reading
+// HCQ_BEAM. std::nullopt: back to the environment. Thread-safe (no setenv).
+void override_beam(std::optional<unsigned> width);
 // HCQ_JIT_CHECK=1: a TinyJit's first replays (framework/jit/check.hpp) also run the function eagerly and compare every
 // output bit for bit; a difference is a JitError. 0 or 1. Read at each capture (a TinyJit's call 1).
 bool jit_check();

@@ -15,6 +15,7 @@
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
 #include "framework/engine/realize.hpp"
+#include "framework_sched/matmul_kernel.hpp"
 #include "hcq/cpu_features.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -23,26 +24,9 @@
 namespace hcq::fw {
 namespace {
 
-// out[i, j] = bf16(sum over k of float(a[i, k]) * float(b[k, j])) (b[j, k] when `b_transposed`), as Tensor::matmul
-// lowers a bf16 product.
-Node bf16_matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false) {
-  const Node out = make_node(Op::PARAM, DType::bfloat16, {}, {0, M * N});
-  const Node a = make_node(Op::PARAM, DType::bfloat16, {}, {1, M * K});
-  const Node b = make_node(Op::PARAM, DType::bfloat16, {}, {2, K * N});
-  const Node i = make_node(Op::RANGE, kIndex, {}, {0, M, 0});
-  const Node j = make_node(Op::RANGE, kIndex, {}, {1, N, 0});
-  const Node k = make_node(Op::RANGE, kIndex, {}, {2, K, 1});
-  auto mul = [](const Node& x, int64_t c) { return make_node(Op::MUL, kIndex, {x, const_node(kIndex, c)}); };
-  auto add = [](const Node& x, const Node& y) { return make_node(Op::ADD, kIndex, {x, y}); };
-  auto widened = [](const Node& p, const Node& idx) {
-    return make_node(Op::CAST, DType::float32, {make_node(Op::LOAD, DType::bfloat16, {p, idx})});
-  };
-  const Node b_idx = b_transposed ? add(mul(j, K), k) : add(mul(k, N), j);
-  const Node product = make_node(Op::MUL, DType::float32, {widened(a, add(mul(i, K), k)), widened(b, b_idx)});
-  const Node sum = make_node(Op::REDUCE, DType::float32, {product, k}, {static_cast<int64_t>(Op::ADD)});
-  return make_node(
-      Op::KERNEL, DType::bfloat16,
-      {make_node(Op::STORE, DType::bfloat16, {out, add(mul(i, N), j), make_node(Op::CAST, DType::bfloat16, {sum})})});
+// bf16 operands widened to float32, the sum rounded to bf16 (matmul_kernel.hpp).
+Node bf16_matmul_kernel(int64_t M, int64_t K, int64_t N) {
+  return matmul_kernel(M, K, N, false, false, DType::bfloat16);
 }
 
 // A CPU device's facts with AVX-512 and the given bf16 path.

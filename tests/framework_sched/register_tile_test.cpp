@@ -12,32 +12,13 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
+#include "framework_sched/matmul_kernel.hpp"
 #include "hcq/cpu_features.hpp"
 #include "hcq/nn.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq::fw {
 namespace {
-
-// out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`, a[k, i] when `a_transposed`), built as
-// the lowering would.
-Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false, bool a_transposed = false) {
-  const Node out = make_node(Op::PARAM, DType::float32, {}, {0, M * N});
-  const Node a = make_node(Op::PARAM, DType::float32, {}, {1, M * K});
-  const Node b = make_node(Op::PARAM, DType::float32, {}, {2, K * N});
-  const Node i = make_node(Op::RANGE, kIndex, {}, {0, M, 0});
-  const Node j = make_node(Op::RANGE, kIndex, {}, {1, N, 0});
-  const Node k = make_node(Op::RANGE, kIndex, {}, {2, K, 1});
-  auto mul = [](const Node& x, int64_t c) { return make_node(Op::MUL, kIndex, {x, const_node(kIndex, c)}); };
-  auto add = [](const Node& x, const Node& y) { return make_node(Op::ADD, kIndex, {x, y}); };
-  const Node a_idx = a_transposed ? add(mul(k, M), i) : add(mul(i, K), k);
-  const Node b_idx = b_transposed ? add(mul(j, K), k) : add(mul(k, N), j);
-  const Node product =
-      make_node(Op::MUL, DType::float32,
-                {make_node(Op::LOAD, DType::float32, {a, a_idx}), make_node(Op::LOAD, DType::float32, {b, b_idx})});
-  const Node sum = make_node(Op::REDUCE, DType::float32, {product, k}, {static_cast<int64_t>(Op::ADD)});
-  return make_node(Op::KERNEL, DType::float32, {make_node(Op::STORE, DType::float32, {out, add(mul(i, N), j), sum})});
-}
 
 // A CPU device's facts with AVX-512 (16-float vectors, 32 registers), or with AVX2 and FMA only (8 floats, 16).
 TargetFacts cpu_facts(unsigned workers, bool optimize = true, bool avx512 = true) {

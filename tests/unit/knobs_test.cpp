@@ -81,6 +81,7 @@ std::vector<NumberKnob> number_knobs() {
       {"HCQ_CPU_THREADS", "a whole number of threads", 1, 4096, [] { return uint64_t{knobs::cpu_threads()}; }},
       {"HCQ_DEBUG", "a debug level", 0, 7, [] { return static_cast<uint64_t>(knobs::debug()); }},
       {"HCQ_BUNDLE_MAX", "a whole number of bundles", 0, 1048576, [] { return uint64_t{knobs::bundle_max()}; }},
+      {"HCQ_BEAM", "a number of candidates", 0, 64, [] { return uint64_t{knobs::beam()}; }},
   };
 }
 

@@ -71,6 +71,11 @@ struct FrameworkBenchConfig {
   std::vector<MatmulShape> matmul_shapes{{"64", 64, 64, 64},         {"256", 256, 256, 256}, {"1024", 1024, 1024, 1024},
                                          {"2048", 2048, 2048, 2048}, {"mlp", 128, 784, 128}, {"mlp_out", 128, 128, 10}};
   std::vector<MatmulShape> bf16_shapes{{"1024", 1024, 1024, 1024}, {"2048", 2048, 2048, 2048}};
+  // Products measured after a search (HCQ_BEAM = beam_width, framework/engine/beam.hpp), the search not timed: the
+  // "beam" key of matmul_gflops, beside the libraries like the others. Only on the CPU device (nothing to search
+  // elsewhere).
+  std::vector<MatmulShape> beam_shapes{{"beam", 1024, 1024, 1024}};
+  unsigned beam_width = 4;
   // Each product runs at least this many times, and more while the runs take under matmul_budget_s (a 64^3 product
   // is over in microseconds; a median of 3 of those is noise).
   int matmul_runs = 3;  // the framework's 2048^3 takes seconds on two cores
@@ -96,6 +101,7 @@ struct FrameworkBenchConfig {
     c.matmul_shapes = {{"64", 64, 64, 64},      {"256", 256, 256, 256}, {"1024", 256, 256, 256},
                        {"2048", 512, 512, 512}, {"mlp", 128, 784, 128}, {"mlp_out", 128, 128, 10}};
     c.bf16_shapes = {{"1024", 128, 128, 128}, {"2048", 256, 256, 256}};
+    c.beam_shapes = {{"beam", 256, 256, 256}};
     c.matmul_runs = 3;
     c.sgemm_runs = 5;
     c.matmul_budget_s = 0.02;
@@ -114,6 +120,7 @@ struct FrameworkBenchConfig {
     c.sum_elements = std::min(c.sum_elements, q.sum_elements);
     // Every key still measured, each dimension at most 128: the host twins run a product at about 1 GFLOP/s, and
     // each distinct shape is one more kernel to compile for the GPU and for its twin.
+    c.beam_shapes.clear();
     for (auto* shapes : {&c.matmul_shapes, &c.bf16_shapes})
       for (MatmulShape& s : *shapes) {
         s.m = std::min<int64_t>(s.m, kSimulatedMatmulDim);
