@@ -1,7 +1,7 @@
 // The optimiser's fuzzer (issue 19): random shapes, each computed with the code generator's optimisations (register
 // and dot tiles, blocked panels, upcasts, the work split) and again under HCQ_NOOPT=1 (plain loops), compared element
 // by element. Shapes mix 1s, primes, powers of two and long reductions (blocked panels); the expressions are
-// products with either operand transposed and an epilogue, convolutions with their two gradients, and reductions
+// products with either operand transposed and an epilogue (float32, and bf16 for the bf16 tiles), convolutions with their two gradients, and reductions
 // over random axes. Fixed seeds, so a failure names its case and reruns; HCQ_OPT_FUZZ_CASES=N runs N cases per kind.
 // On a simulated GPU (scripts/test.sh's GPU runs) fewer cases: its kernels run on the simulator's host twins, a
 // convolution's gradients for tens of seconds.
@@ -57,6 +57,7 @@ struct Case {
   std::string what;
   int64_t reduce_length;
   std::function<std::vector<Tensor>()> compute;
+  double rel = 1e-4;  // relative tolerance: float32 sums in another order
 };
 
 Case matmul_case(Rng& r) {
@@ -72,6 +73,31 @@ Case matmul_case(Rng& r) {
     const Tensor a = at ? Tensor(av, {batch, K, M}).transpose(1, 2) : Tensor(av, {batch, M, K});
     const Tensor b = bt ? Tensor(bv, {N, K}).transpose() : Tensor(bv, {K, N});
     Tensor out = a.matmul(b);
+    if (epilogue) out = (out + Tensor(cv, {N})).relu();
+    return std::vector<Tensor>{out};
+  };
+  return c;
+}
+
+// A bf16 product (the CPU device's bf16 tiles, render_c.cpp): rows and columns often multiples of 16 (the tiles'
+// blocks), K anything (padded to 32 in the tiles), read as floats after the product's one rounding to bf16.
+Case bf16_matmul_case(Rng& r) {
+  static const int64_t kBlocks[] = {16, 32, 48, 64, 96, 128};
+  auto side = [&] { return r.chance(60) ? kBlocks[r.next() % std::size(kBlocks)] : r.dim(128); };
+  const int64_t M = side(), N = side(), K = r.dim(200);
+  const bool at = r.chance(30), bt = r.chance(30), epilogue = r.chance(50);
+  const std::vector<float> av = r.floats(M * K), bv = r.floats(K * N), cv = r.floats(N);
+  Case c;
+  c.what =
+      cat("bf16 matmul M ", M, " K ", K, " N ", N, at ? " A^T" : "", bt ? " B^T" : "", epilogue ? " + bias, relu" : "");
+  c.reduce_length = K;
+  // The same float32 sum in another order may round to the neighbouring bf16 value: one bf16 ulp (2^-8 relative).
+  c.rel = std::ldexp(1.0, -7);
+  c.compute = [=] {
+    const DType bf16 = DType::bfloat16;
+    const Tensor a = at ? Tensor(av, {K, M}).cast(bf16).transpose() : Tensor(av, {M, K}).cast(bf16);
+    const Tensor b = bt ? Tensor(bv, {N, K}).cast(bf16).transpose() : Tensor(bv, {K, N}).cast(bf16);
+    Tensor out = a.matmul(b).cast(DType::float32);
     if (epilogue) out = (out + Tensor(cv, {N})).relu();
     return std::vector<Tensor>{out};
   };
@@ -158,7 +184,7 @@ void check_case(const Case& c) {
     ASSERT_EQ(opt[o].size(), plain[o].size()) << c.what << ", output " << o;
     for (size_t e = 0; e < opt[o].size(); ++e) {
       const double got = opt[o][e], want = plain[o][e];
-      ASSERT_LE(std::abs(got - want), atol + 1e-4 * std::abs(want))
+      ASSERT_LE(std::abs(got - want), atol + c.rel * std::abs(want))
           << c.what << ": output " << o << " element " << e << ", optimised " << got << ", HCQ_NOOPT " << want;
     }
   }
@@ -167,6 +193,11 @@ void check_case(const Case& c) {
 TEST(FrameworkOptFuzz, ProductsMatchTheUnoptimisedKernels) {
   Rng r{0x9e3779b97f4a7c15ull};
   for (int k = 0; k < cases_per_kind(10, 3); ++k) check_case(matmul_case(r));
+}
+
+TEST(FrameworkOptFuzz, Bf16ProductsMatchTheUnoptimisedKernels) {
+  Rng r{0x2545f4914f6cdd1dull};
+  for (int k = 0; k < cases_per_kind(8, 2); ++k) check_case(bf16_matmul_case(r));
 }
 
 TEST(FrameworkOptFuzz, ConvolutionsAndTheirGradientsMatchTheUnoptimisedKernels) {
