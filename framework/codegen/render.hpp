@@ -37,6 +37,12 @@ RenderedKernel render_c(const Node& kernel, const TargetFacts& facts, size_t cho
 // How many choices render_c has for this kernel: 1 off the CPU device or without optimisation.
 size_t render_choices(const Node& kernel, const TargetFacts& facts);
 
+// Opts as data (framework/codegen/opts.cpp): the choice whose opts are exactly `opts` (render_c's spelling:
+// "THREAD(0,2) UPCAST(0,4) UPCAST(1,64) PACK(1)"). None: an InvalidArgument that names the first opt that cannot apply
+// and why (an axis the kernel lacks, an amount that does not divide the axis, more workers than the device has, a bf16
+// path or vector width the device lacks, an unknown name), else lists the renderings the kernel has.
+RenderedKernel render_with_opts(const Node& kernel, const TargetFacts& facts, const std::string& opts);
+
 // For tests: a function that edits every kernel render_c returns, before it is compiled (a deliberately wrong kernel,
 // to show that faults and validation catch one). Empty: none. Set it while no realize runs, and clear the schedule
 // cache around it (schedules keep their compiled kernels).

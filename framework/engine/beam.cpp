@@ -133,15 +133,13 @@ RenderedKernel render_searched(const Node& ast, const TargetFacts& facts, const 
   const CompileCache cache(knobs::cache_dir() + "/beam");
   const std::string key = cat(dev.compiler().cache_key(base.source), std::string(1, '\0'), "beam ", width);
   if (const std::optional<std::vector<uint8_t>> hit = cache.get(key)) {
-    const std::string opts(hit->begin(), hit->end());
-    for (size_t k = 0; k < choices; ++k) {
-      RenderedKernel rk = k == 0 ? base : render_c(ast, facts, k);
-      if (rk.opts == opts) {
-        ++cache_hits;
-        return rk;
-      }
+    try {
+      RenderedKernel rk = render_with_opts(ast, facts, std::string(hit->begin(), hit->end()));
+      ++cache_hits;
+      return rk;
+    } catch (const InvalidArgument&) {
+      // The renderer no longer offers that rendering: search again.
     }
-    // The renderer no longer offers that rendering: search again.
   }
 
   // The first `width` distinct renderings, the heuristics' first.

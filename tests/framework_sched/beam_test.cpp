@@ -60,6 +60,46 @@ TEST(CpuBeam, ChoicesAreTheHeuristicsThenEveryTileThenThePlainLoops) {
   EXPECT_EQ(render_choices(k, avx512_facts(2, false)), 1u);
 }
 
+// Opts as data: the rendering with given opts, or a refusal that says why (render_with_opts, opts.cpp).
+TEST(CpuBeam, OptsRenderTheirChoiceOrAreRefusedWithTheReason) {
+  const Node k = matmul_kernel(48, 173, 128);
+  const TargetFacts facts = avx512_facts(2);
+  for (const std::string opts : {"THREAD(0,2) UPCAST(0,6) UPCAST(1,64) PACK(1)", "THREAD(0,2) UPCAST(1,16)"})
+    EXPECT_EQ(render_with_opts(k, facts, opts).opts, opts);
+  auto refusal = [&](const std::string& opts) {
+    return test::message_of<InvalidArgument>([&] { render_with_opts(k, facts, opts); });
+  };
+  EXPECT_EQ(
+      refusal("UPCAST(0,5) UPCAST(1,64)"),
+      "opts \"UPCAST(0,5) UPCAST(1,64)\" for r_48_128_173_up6x64: UPCAST(0,5) does not apply: 5 does not divide axis 0 "
+      "(48)");
+  EXPECT_EQ(
+      refusal("UPCAST(2,4)"),
+      "opts \"UPCAST(2,4)\" for r_48_128_173_up6x64: UPCAST(2,4) does not apply: the kernel has output axes 0 to 1");
+  EXPECT_EQ(
+      refusal("THREAD(0,8) UPCAST(1,16)"),
+      "opts \"THREAD(0,8) UPCAST(1,16)\" for r_48_128_173_up6x64: THREAD(0,8) does not apply: the device has 2 workers");
+  EXPECT_EQ(
+      refusal("UPCAST(0,4) UPCAST(1,16) TC(amx)"),
+      "opts \"UPCAST(0,4) UPCAST(1,16) TC(amx)\" for r_48_128_173_up6x64: TC(amx) does not apply: the device's bf16 "
+      "path is scalar");
+  EXPECT_EQ(refusal("DOT(8)"),
+            "opts \"DOT(8)\" for r_48_128_173_up6x64: DOT(8) does not apply: the device's vectors are 16 floats");
+  EXPECT_EQ(
+      refusal("SPLIT(0,2)"),
+      "opts \"SPLIT(0,2)\" for r_48_128_173_up6x64: SPLIT(0,2) does not apply: not an opt (THREAD, UPCAST, PACK, DOT, TC, "
+      "MERGE)");
+  EXPECT_EQ(refusal("UPCAST 0"), "opts \"UPCAST 0\": \"UPCAST\" is not NAME(arguments)");
+  // Each opt applies on its own, but no rendering has them together: the renderings are listed.
+  const std::string together = refusal("UPCAST(0,48) UPCAST(1,16)");
+  EXPECT_EQ(
+      together.rfind("opts \"UPCAST(0,48) UPCAST(1,16)\" for r_48_128_173_up6x64: no rendering has them together; its "
+                     "renderings: THREAD(0,2) UPCAST(0,6) UPCAST(1,64) PACK(1) | ",
+                     0),
+      0u)
+      << together;
+}
+
 // The search, in a cache directory of its own (the winner is stored under it), on the CPU device.
 class CpuBeamSearch : public ::testing::Test {
  protected:
