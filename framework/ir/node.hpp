@@ -37,6 +37,10 @@ struct NodeData {
   mutable std::atomic<bool> has_realized_{false};
 
  public:
+  // Callify's memo (framework/engine/callify.cpp): the position a walk gave this node in its key, a hint that the
+  // walk checks against its own list of positions (a stale value from an earlier walk fails the check). In the
+  // padding of the first cache line, which the walk reads anyway.
+  mutable std::atomic<uint32_t> walk_position{0};
   std::vector<Node> src;
   std::vector<int64_t> i;  // integer arguments (axes, shapes, ids, integer constants)
   double f = 0;            // a float constant (compared bitwise)
