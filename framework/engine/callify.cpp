@@ -176,7 +176,11 @@ class Walk {
     // The sources' nodes are read after the first one's subgraph: ask for them now (a graph built before other
     // work is out of the caches, and the walk is a chain of dependent loads).
     for (size_t k = 0; k < n_src; ++k) __builtin_prefetch(src[k].get());
+    // The arguments are written after the sources' subgraphs: in the cache by then.
+    if (!n->i.empty()) __builtin_prefetch(n->i.data());
     for (size_t k = 0; k < n_src; ++k) {
+      // The next source's node was asked for above; its sources' array can come while this one's subgraph is walked.
+      if (k + 1 < n_src) __builtin_prefetch(src[k + 1]->src.data());
       uint32_t at = memo_.find(src[k].get());
       if (at == kNotSeen) at = visit_new(src[k]);
       stack_.push_back(at);
