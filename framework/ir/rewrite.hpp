@@ -22,8 +22,8 @@ class RuleSet {
   // Rewrites by this set mark each result (NodeData::simplified) and skip a marked subgraph: it is a fixed point.
   // One bit on the node, so one rule set in the process may do this (the symbolic rules); its rules must depend
   // on nothing but the node they are given.
-  RuleSet& mark_fixed_points() {
-    marks_fixed_points_ = true;
+  RuleSet& mark_fixed_points(bool on = true) {
+    marks_fixed_points_ = on;
     return *this;
   }
   bool marks_fixed_points() const { return marks_fixed_points_; }
