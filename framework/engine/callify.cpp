@@ -12,6 +12,7 @@
 #include "framework/engine/callify.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -92,50 +93,112 @@ uint64_t hash_words(const std::vector<uint64_t>& w) {
   return r ^ (r >> 32);
 }
 
+// A memo answers find(node): the node's position in the key, or kNotSeen; owns(node, position) records a node
+// written at a position. Nodes that stand for another one's position (a realized node, DETACH, CUSTOM_GRAD) are not
+// recorded: each visit passes through them to their target, one load.
+constexpr uint32_t kNotSeen = ~0u;
+
+// The walk's memo when it runs alone (no other callify in progress): each node holds the position it was given
+// (NodeData::walk_position), and the walk's list of which node owns each position tells a current value from a
+// stale one, so the answer is exact whatever the node holds.
+class MarkMemo {
+ public:
+  explicit MarkMemo(std::vector<const NodeData*>& owner) : owner_(owner) {}
+  uint32_t find(const NodeData* n) const {
+    const uint32_t at = n->walk_position.load(std::memory_order_relaxed);
+    return at < owner_.size() && owner_[at] == n ? at : kNotSeen;
+  }
+  // Every position is announced in order, with its node or null (a node of the key no graph node stands for).
+  void owns(const NodeData* n, uint32_t at) {
+    owner_.push_back(n);
+    if (n != nullptr) n->walk_position.store(at, std::memory_order_relaxed);
+  }
+
+ private:
+  std::vector<const NodeData*>& owner_;
+};
+
+// The memo when another callify runs at the same time: their marks on shared nodes (constants) would overwrite
+// each other, so this walk keeps its own table and writes no mark.
+class TableMemo {
+ public:
+  explicit TableMemo(NodePositions& table) : table_(table) {}
+  uint32_t find(const NodeData* n) const {
+    const uint32_t* at = table_.find(n);
+    return at ? *at : kNotSeen;
+  }
+  void owns(const NodeData* n, uint32_t at) {
+    if (n != nullptr) table_.insert(n, at);
+  }
+
+ private:
+  NodePositions& table_;
+};
+
+// Callifies in progress in the process; a walk that starts when none is uses the marks (MarkMemo), and every walk
+// that starts while it runs uses a table, so two walks never write marks at the same time. The count's
+// acquire-release orders one mark-writing walk's writes before the next one's reads.
+std::atomic<uint32_t> g_walks_running{0};
+struct WalkRunning {
+  bool alone = g_walks_running.fetch_add(1, std::memory_order_acq_rel) == 0;
+  ~WalkRunning() { g_walks_running.fetch_sub(1, std::memory_order_acq_rel); }
+};
+
+template <class Memo>
 class Walk {
  public:
-  Walk(Callified& out, NodePositions& memo, std::vector<uint32_t>& stack)
+  Walk(Callified& out, Memo& memo, std::vector<uint32_t>& stack)
       : out_(out), words_(out.key.words), memo_(memo), stack_(stack) {}
 
   void run(const std::vector<Node>& roots) {
     const size_t base = stack_.size();
     for (const Node& r : roots) stack_.push_back(visit(r));
-    emit(Op::SINK, DType::bool_, base, nullptr, 0, 0, nullptr, 0);
+    emit(nullptr, Op::SINK, DType::bool_, base, nullptr, 0, 0, nullptr, 0);
     stack_.resize(base);
+    words_.resize(used_);
   }
 
  private:
   // The position of n's node in the key, writing it (and what it needs) on first sight.
   uint32_t visit(const Node& n) {
-    if (const uint32_t* at = memo_.find(n.get())) return *at;
-    return visit_new(n);
+    const uint32_t at = memo_.find(n.get());
+    return at != kNotSeen ? at : visit_new(n);
   }
 
+  // n, not seen yet. The recursion is entered only for such nodes: a source seen before costs its memo lookup.
   uint32_t visit_new(const Node& n) {
-    uint32_t out;
-    if (Node r = n->realized()) {
-      out = visit(r);
-    } else if (n->op == Op::DETACH || n->op == Op::CUSTOM_GRAD) {  // only autograd sees them
-      out = visit(n->src[0]);
-    } else if (n->op == Op::BUFFER) {
-      const int64_t args[2] = {static_cast<int64_t>(out_.buffers.size()), n->i[1]};
-      out = emit(Op::PARAM, n->dtype, stack_.size(), args, 2, 0, n->s.data(), n->s.size());
-      out_.buffers.push_back(n);
-    } else if (n->op == Op::BIND) {
-      out = variable(n);
-    } else {
-      const size_t base = stack_.size();
-      // The sources' nodes are read after the first one's subgraph: ask for them now (a graph built before other
-      // work is out of the caches, and the walk is a chain of dependent loads).
-      for (const Node& s : n->src) __builtin_prefetch(s.get());
-      for (const Node& s : n->src) {
-        const uint32_t at = visit(s);
-        stack_.push_back(at);
-      }
-      out = emit(n->op, n->dtype, base, n->i.data(), n->i.size(), n->f, n->s.data(), n->s.size());
-      stack_.resize(base);
+    if (n->op == Op::BUFFER || n->op == Op::BIND || n->op == Op::DETACH || n->op == Op::CUSTOM_GRAD ||
+        n->realized() != nullptr) [[unlikely]]
+      return visit_special(n);
+    const size_t base = stack_.size();
+    const Node* const src = n->src.data();
+    const size_t n_src = n->src.size();
+    // The sources' nodes are read after the first one's subgraph: ask for them now (a graph built before other
+    // work is out of the caches, and the walk is a chain of dependent loads).
+    for (size_t k = 0; k < n_src; ++k) __builtin_prefetch(src[k].get());
+    // The arguments are written after the sources' subgraphs: in the cache by then.
+    if (!n->i.empty()) __builtin_prefetch(n->i.data());
+    for (size_t k = 0; k < n_src; ++k) {
+      // The next source's node was asked for above; its sources' array can come while this one's subgraph is walked.
+      if (k + 1 < n_src) __builtin_prefetch(src[k + 1]->src.data());
+      uint32_t at = memo_.find(src[k].get());
+      if (at == kNotSeen) at = visit_new(src[k]);
+      stack_.push_back(at);
     }
-    memo_.insert(n.get(), out);
+    const uint32_t out = emit(n.get(), n->op, n->dtype, base, n->i.data(), n->i.size(), n->f, n->s.data(), n->s.size());
+    stack_.resize(base);
+    return out;
+  }
+
+  // A buffer (a parameter), a bound variable, or a node that stands for another: a realized one, DETACH and
+  // CUSTOM_GRAD (autograd's, their first source). Out of the hot path: a graph has few of them.
+  [[gnu::noinline]] uint32_t visit_special(const Node& n) {
+    if (Node r = n->realized()) return visit(r);
+    if (n->op == Op::DETACH || n->op == Op::CUSTOM_GRAD) return visit(n->src[0]);
+    if (n->op == Op::BIND) return variable(n);
+    const int64_t args[2] = {static_cast<int64_t>(out_.buffers.size()), n->i[1]};
+    const uint32_t out = emit(n.get(), Op::PARAM, n->dtype, stack_.size(), args, 2, 0, n->s.data(), n->s.size());
+    out_.buffers.push_back(n);
     return out;
   }
 
@@ -160,29 +223,32 @@ class Walk {
     // id of its own) leaves its id out, so that every draw has the same schedule.
     const size_t base = stack_.size();
     if (var->s.empty()) {
-      stack_.push_back(
-          emit(Op::DEFINE_VAR, var->dtype, base, var->i.data(), std::min<size_t>(var->i.size(), 2), 0, nullptr, 0));
+      stack_.push_back(emit(nullptr, Op::DEFINE_VAR, var->dtype, base, var->i.data(),
+                            std::min<size_t>(var->i.size(), 2), 0, nullptr, 0));
     } else {
       stack_.push_back(
-          emit(var->op, var->dtype, base, var->i.data(), var->i.size(), var->f, var->s.data(), var->s.size()));
+          emit(nullptr, var->op, var->dtype, base, var->i.data(), var->i.size(), var->f, var->s.data(), var->s.size()));
     }
     const int64_t arg = static_cast<int64_t>(k);
-    const uint32_t out = emit(Op::VAR_PARAM, DType::int32, base, &arg, 1, 0, bind->s.data(), bind->s.size());
+    const uint32_t out =
+        emit(bind.get(), Op::VAR_PARAM, DType::int32, base, &arg, 1, 0, bind->s.data(), bind->s.size());
     stack_.resize(base);
     return out;
   }
 
-  // Writes one node whose sources are stack_[src_base...] and returns its position.
-  uint32_t emit(Op op, DType dtype, size_t src_base, const int64_t* args, size_t n_args, double f, const char* s,
-                size_t n_s) {
+  // Writes one node whose sources are stack_[src_base...] and returns its position; `owner` is the graph's node it
+  // stands for (null: none). The key's words are written through a pointer into storage grown ahead (and cut to
+  // size at the end), not a resize per node.
+  [[gnu::always_inline]] uint32_t emit(const NodeData* owner, Op op, DType dtype, size_t src_base, const int64_t* args,
+                                       size_t n_args, double f, const char* s, size_t n_s) {
     const size_t n_src = stack_.size() - src_base;
     const uint64_t fbits = std::bit_cast<uint64_t>(f);
     const bool wide = n_src >= kMaxSources || n_args >= kMaxArgs || n_s >= kMaxString;
     const size_t n_words = 1 + (wide ? 2 : 0) + (n_src + 1) / 2 + n_args + (fbits != 0) + (n_s + 7) / 8;
-    const size_t at = words_.size();
-    if (at + n_words > words_.capacity()) words_.reserve(std::max<size_t>(1024, 2 * (at + n_words)));
-    words_.resize(at + n_words);
-    uint64_t* w = words_.data() + at;
+    if (used_ + n_words > words_.size()) [[unlikely]]
+      words_.resize(std::max<size_t>(1024, 2 * (used_ + n_words)));
+    uint64_t* w = words_.data() + used_;
+    used_ += n_words;
     uint64_t header = static_cast<uint64_t>(op) | static_cast<uint64_t>(dtype) << 8 | (fbits != 0 ? 1ull << 63 : 0);
     if (wide) header |= kMaxSources << 16 | kMaxArgs << 32 | kMaxString << 48;
     else header |= n_src << 16 | n_args << 32 | static_cast<uint64_t>(n_s) << 48;
@@ -199,13 +265,15 @@ class Walk {
       w[(n_s - 1) / 8] = 0;  // the padding of the last word
       std::memcpy(w, s, n_s);
     }
+    memo_.owns(owner, nodes_);
     return nodes_++;
   }
 
   Callified& out_;
   std::vector<uint64_t>& words_;
-  NodePositions& memo_;
+  Memo& memo_;
   std::vector<uint32_t>& stack_;
+  size_t used_ = 0;  // words written
   uint32_t nodes_ = 0;
 };
 
@@ -215,14 +283,22 @@ thread_local std::vector<uint64_t> t_spare_words;
 }  // namespace
 
 Callified callify(const std::vector<Node>& roots) {
-  thread_local NodePositions memo;
+  thread_local NodePositions table;
+  thread_local std::vector<const NodeData*> owner;
   thread_local std::vector<uint32_t> stack;
-  memo.clear();
   stack.clear();
   Callified out;
-  out.key.words.swap(t_spare_words);
-  out.key.words.clear();
-  Walk(out, memo, stack).run(roots);
+  out.key.words.swap(t_spare_words);  // its size is the last key's: the walk overwrites it
+  const WalkRunning running;
+  if (running.alone) {
+    owner.clear();
+    MarkMemo memo(owner);
+    Walk(out, memo, stack).run(roots);
+  } else {
+    table.clear();
+    TableMemo memo(table);
+    Walk(out, memo, stack).run(roots);
+  }
   out.key.hash = hash_words(out.key.words);
   return out;
 }

@@ -37,6 +37,14 @@ struct NodeData {
   mutable std::atomic<bool> has_realized_{false};
 
  public:
+  // Set when a rewrite by a rule set that marks its fixed points (RuleSet::mark_fixed_points: the symbolic rules,
+  // simplify) found that no rule changes this node or anything below it, so the next rewrite skips the subgraph:
+  // index arithmetic is built by simplifying one new node over simplified parts, which walked every part again.
+  mutable std::atomic<bool> simplified{false};
+  // Callify's memo (framework/engine/callify.cpp): the position a walk gave this node in its key, a hint that the
+  // walk checks against its own list of positions (a stale value from an earlier walk fails the check). In the
+  // padding of the first cache line, which the walk reads anyway.
+  mutable std::atomic<uint32_t> walk_position{0};
   std::vector<Node> src;
   std::vector<int64_t> i;  // integer arguments (axes, shapes, ids, integer constants)
   double f = 0;            // a float constant (compared bitwise)

@@ -33,6 +33,8 @@ Node rewrite(const Node& root, const RuleSet& rules) {
 
 Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
   auto& memo = m.map;
+  const bool marks = rules.marks_fixed_points();
+  auto fixed = [&](const Node& n) { return marks && n->simplified.load(std::memory_order_relaxed); };
   // Iterative post-order, so deep graphs (a chain of thousands of ops) do not exhaust the stack. A frame rewrites
   // `n`; when a rule replaces it, the frame goes on with the replacement, and every node it went through (`seen`)
   // maps to the final result.
@@ -46,6 +48,8 @@ Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
   stack.push_back(Frame{root, 0, 0, {}});
   Node result;
   auto finish = [&](Node r) {
+    // r is a fixed point: its sources are results (fixed points) and no rule fires on it.
+    if (marks) r->simplified.store(true, std::memory_order_relaxed);
     Frame& fr = stack.back();
     memo[fr.n.get()] = r;
     m.keep.push_back(fr.n);
@@ -58,14 +62,21 @@ Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
   };
   while (!stack.empty()) {
     Frame& fr = stack.back();
-    if (fr.next == 0)
+    if (fr.next == 0) {
+      if (fixed(fr.n)) {
+        result = fr.n;
+        if (!fr.seen.empty()) finish(fr.n);
+        else stack.pop_back();
+        continue;
+      }
       if (auto it = memo.find(fr.n.get()); it != memo.end()) {
         finish(it->second);
         continue;
       }
+    }
     if (fr.next < fr.n->src.size()) {
       const Node& c = fr.n->src[fr.next++];
-      if (!memo.count(c.get())) stack.push_back(Frame{c, 0, 0, {}});
+      if (!fixed(c) && !memo.count(c.get())) stack.push_back(Frame{c, 0, 0, {}});
       continue;
     }
     // The sources are rewritten: rebuild with them, then try the rules.
@@ -73,7 +84,7 @@ Node rewrite(const Node& root, const RuleSet& rules, RewriteMemo& m) {
     src.reserve(fr.n->src.size());
     bool changed = false;
     for (const Node& c : fr.n->src) {
-      src.push_back(memo.at(c.get()));
+      src.push_back(fixed(c) ? c : memo.at(c.get()));
       changed |= src.back() != c;
     }
     Node cur =

@@ -19,10 +19,19 @@ class RuleSet {
   RuleSet& on_any(Rule r);     // for every node, after the op's own rules
   // The first rule that fires on n, or nullptr.
   Node apply(const Node& n) const;
+  // Rewrites by this set mark each result (NodeData::simplified) and skip a marked subgraph: it is a fixed point.
+  // One bit on the node, so one rule set in the process may do this (the symbolic rules); its rules must depend
+  // on nothing but the node they are given.
+  RuleSet& mark_fixed_points(bool on = true) {
+    marks_fixed_points_ = on;
+    return *this;
+  }
+  bool marks_fixed_points() const { return marks_fixed_points_; }
 
  private:
   std::vector<std::vector<Rule>> by_op_;
   std::vector<Rule> any_;
+  bool marks_fixed_points_ = false;
 };
 
 // Rewrites sources first, then the node, then again what a rule returned, until nothing changes. Memoized per

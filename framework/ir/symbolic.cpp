@@ -673,7 +673,7 @@ void compute_bounds(NodeData& n) {
 }
 
 const RuleSet& symbolic_rules() {
-  static const RuleSet rules = make_rules();
+  static const RuleSet rules = make_rules().mark_fixed_points();
   return rules;
 }
 

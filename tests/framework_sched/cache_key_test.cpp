@@ -4,9 +4,11 @@
 // schedule. Then the same through realize: the differing graph misses and computes its own values.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -106,6 +108,56 @@ TEST(FrameworkScheduleKey, TheParameterisedGraphIsTheCallifiedRoots) {
   EXPECT_EQ(fw::parameterised_graph(call.key), want) << "got\n"
                                                      << fw::to_string(fw::parameterised_graph(call.key)) << "want\n"
                                                      << fw::to_string(want);
+}
+
+// The walk remembers a node's position in the node itself (NodeData::walk_position); a position left there by an
+// earlier walk of another graph must not be taken for this walk's. Here x, y and s = x * y are shared: in `a` s
+// sits at position 2, in `b` position 2 is y, and s comes later. Each key, written after the other graph's walk,
+// must still describe its own graph (built by hand).
+TEST(FrameworkScheduleKey, APositionLeftByAnEarlierWalkIsNotThisWalks) {
+  const Tensor x(ramp(6, 1), {6}), y(ramp(6, 10), {6}), z(ramp(6, 20), {6});
+  const Tensor s = x * y;
+  const Tensor a = s + x;            // x 0, y 1, s 2, a 3
+  const Tensor b = (z + x + y) * s;  // z 0, x 1, z + x 2, y 3, ... s 5
+  const std::string dev = x.device();
+  auto param = [&](int64_t k) { return fw::make_node(Op::PARAM, DType::float32, {}, {k, 6}, 0, dev); };
+  auto alu = [](Op op, const Node& l, const Node& r) { return fw::make_node(op, DType::float32, {l, r}); };
+  auto sink = [](const Node& r) { return fw::make_node(Op::SINK, DType::bool_, {r}); };
+  const Node want_a = sink(alu(Op::ADD, alu(Op::MUL, param(0), param(1)), param(0)));
+  const Node want_b =
+      sink(alu(Op::MUL, alu(Op::ADD, alu(Op::ADD, param(0), param(1)), param(2)), alu(Op::MUL, param(1), param(2))));
+  for (int round = 0; round < 3; ++round) {
+    const fw::Callified ka = fw::callify({a.node()});
+    EXPECT_EQ(ka.buffers.size(), 2u);
+    EXPECT_EQ(fw::parameterised_graph(ka.key), want_a) << "round " << round << ": got\n"
+                                                       << fw::to_string(fw::parameterised_graph(ka.key));
+    const fw::Callified kb = fw::callify({b.node()});
+    EXPECT_EQ(kb.buffers.size(), 3u);
+    EXPECT_EQ(fw::parameterised_graph(kb.key), want_b) << "round " << round << ": got\n"
+                                                       << fw::to_string(fw::parameterised_graph(kb.key));
+  }
+}
+
+// Two threads writing keys at once (graphs that share nodes, the constants and s): a walk that starts while
+// another runs keeps its own table instead of the nodes' marks, and every key is the one written alone.
+TEST(FrameworkScheduleKey, KeysWrittenOnTwoThreadsAtOnceAreTheKeysWrittenAlone) {
+  const Tensor x(ramp(6, 1), {6}), y(ramp(6, 10), {6}), z(ramp(6, 20), {6});
+  Tensor chain = x * y;  // 400 nodes both graphs walk, so that the two walks overlap on them
+  for (int k = 0; k < 200; ++k) chain = chain * y + x;
+  const Node graphs[2] = {(chain + 1.0f).sum().node(), ((z + x) * chain).node()};
+  const fw::CallKey alone[2] = {fw::callify({graphs[0]}).key, fw::callify({graphs[1]}).key};
+  ASSERT_FALSE(alone[0] == alone[1]);
+  std::atomic<int> wrong{0}, ready{0};
+  auto work = [&](int g) {
+    ready.fetch_add(1);
+    while (ready.load() < 2) std::this_thread::yield();
+    for (int k = 0; k < 4000; ++k)
+      if (!(fw::callify({graphs[(g + k) % 2]}).key == alone[(g + k) % 2])) wrong.fetch_add(1);
+  };
+  std::thread t0(work, 0), t1(work, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 // Counts past the header's fields (65535 sources, a 32767-byte string) take the key's wide form.
