@@ -3,11 +3,13 @@
 // realized inside: the JIT keeps them as fixed buffers) or all N (N fresh output tensors per call).
 //   BM_JitCall/N/outs    calls 2+ of the TinyJit (replays)
 //   BM_JitEager/N/outs   the function called directly, its outputs realized
-// On CPU:0 and SIM-AMD:gfx1100. Manual time: the call alone, host time, with the device idle (it is waited for
+// On CPU:0, SIM-AMD:gfx1100 and SIM-NV:hopper. Manual time: the call alone, host time, with the device idle (it is waited for
 // outside the clock after each call, so neither a replay waiting for an earlier one nor the kernels' run counts).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdint>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <vector>
@@ -30,6 +32,14 @@ hcq::TinyJit::Function n_kernels(int64_t n, bool all_outputs) {
   };
 }
 
+// The calling thread's CPU time: beside the wall time, it tells the call's own work from time the thread spent
+// descheduled (on a loaded 2-core machine the simulated GPU's thread and other processes take the core).
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 void jit_loop(benchmark::State& state, const char* device, bool jitted) {
   hcq::Device* const dev = open_or_skip(state, device);
   if (dev == nullptr) return;
@@ -47,10 +57,13 @@ void jit_loop(benchmark::State& state, const char* device, bool jitted) {
   for (int i = 0; i < 20; ++i) call();  // compiled, captured, the schedules cached
   dev->synchronize();
   int64_t calls = 0;
+  double thread_ns = 0;
   for (auto _ : state) {
+    const uint64_t c0 = thread_cpu_ns();
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<hcq::Tensor> out = call();
     const auto t1 = std::chrono::steady_clock::now();
+    thread_ns += static_cast<double>(thread_cpu_ns() - c0);
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
     dev->synchronize();
     out.clear();
@@ -58,6 +71,7 @@ void jit_loop(benchmark::State& state, const char* device, bool jitted) {
   }
   dev->synchronize();
   state.SetItemsProcessed(calls * n);
+  state.counters["thread_cpu_ns"] = calls > 0 ? thread_ns / static_cast<double>(calls) : 0;
   state.SetLabel(dev->name() + ", items = kernels");
 }
 
@@ -74,5 +88,7 @@ BENCHMARK_CAPTURE(BM_JitCall, CPU, "CPU:0")->Apply(sizes);
 BENCHMARK_CAPTURE(BM_JitEager, CPU, "CPU:0")->Apply(sizes);
 BENCHMARK_CAPTURE(BM_JitCall, SIM_AMD_gfx1100, "SIM-AMD:gfx1100")->Apply(sizes);
 BENCHMARK_CAPTURE(BM_JitEager, SIM_AMD_gfx1100, "SIM-AMD:gfx1100")->Apply(sizes);
+BENCHMARK_CAPTURE(BM_JitCall, SIM_NV_hopper, "SIM-NV:hopper")->Apply(sizes);
+BENCHMARK_CAPTURE(BM_JitEager, SIM_NV_hopper, "SIM-NV:hopper")->Apply(sizes);
 
 }  // namespace

@@ -315,6 +315,19 @@ void Replay::run_checked() {
   }
 }
 
+// The previous call's output buffer is taken over when nothing but this replay holds it any more: the caller dropped
+// the tensors (no tensor, lazy graph or view node names the node: its count is ours alone) and the memory is the
+// Buffer's own (output buffers are made whole here; views are taken only of memory planning's arenas). That is what
+// freeing it and allocating a new one of the same size would do (the allocator's cache hands a freed block out again
+// at once), less the allocator's lock, the Buffer's two objects and the first-use allocation. The replay that
+// writes it again is ordered after everything already submitted that touches it, as a recycled block's is. The node
+// is a new one (a new id): a node the caller once held may carry realization links.
+Node Replay::fresh_output(const Node& previous, const OutputBuffer& o) {
+  if (previous && previous.use_count() == 1 && previous->payload && previous->payload.use_count() == 1)
+    return alias_buffer_node(previous);
+  return new_buffer_node(*o.dev, o.device, o.dtype, o.numel);
+}
+
 Buffer* Replay::resolve(const Operand& op) const { return op.var >= 0 ? var_bufs_[op.var] : op.fixed.get(); }
 
 std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
@@ -336,7 +349,7 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
   }
   for (size_t k = 0; k < output_buffers_.size(); ++k) {
     const OutputBuffer& o = output_buffers_[k];
-    call_outputs_[k] = new_buffer_node(*o.dev, o.device, o.dtype, o.numel);
+    call_outputs_[k] = fresh_output(call_outputs_[k], o);
     var_bufs_[num_inputs_ + k] = call_outputs_[k]->payload.get();
     vars_[num_inputs_ + k] = var_bufs_[num_inputs_ + k] ? var_bufs_[num_inputs_ + k]->va() : 0;
   }

@@ -80,6 +80,8 @@ class Replay {
   // A fixed operand's buffer is kept (in fixed_) for the replay's lifetime.
   Sym address(const Operand& op);
   Buffer* resolve(const Operand& op) const;
+  // This call's buffer for an output: the previous call's memory when the caller has let go of it, else new.
+  static Node fresh_output(const Node& previous, const OutputBuffer& o);
 
   // Declared before the graphs, destroyed after them: the graphs' programs are the schedules' kernels, and the
   // fixed buffers are what the graphs read and write.
