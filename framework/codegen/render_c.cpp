@@ -621,17 +621,8 @@ class CRenderer {
     if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 3) return nullptr;
     const bool avx512 = facts_.cpu_isa.features.has(CpuFeature::avx512f);
     const int64_t V = avx512 ? 16 : 8;
-    const NodeData* reduce = nullptr;
-    for (const NodeData* n : toposort({kernel})) {
-      if (n->op == Op::BUFFERIZE) return nullptr;
-      if (n->op == Op::REDUCE) {
-        if (reduce) return nullptr;
-        reduce = n;
-      }
-    }
-    if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
-        reduce->src[0]->op != Op::MUL)
-      return nullptr;
+    const NodeData* reduce = sum_of_products(kernel);
+    if (!reduce) return nullptr;
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
@@ -757,19 +748,27 @@ class CRenderer {
     return true;
   }
 
-  bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
-    if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
-    if (choose_bf16_tile(kernel, out_ranges)) return true;
+  // The kernel's one reduce when it is a float32 sum of a product (a matmul, a convolution), and the kernel has no
+  // local array: what every tile takes. Else null.
+  static const NodeData* sum_of_products(const Node& kernel) {
     const NodeData* reduce = nullptr;
     for (const NodeData* n : toposort({kernel})) {
-      if (n->op == Op::BUFFERIZE) return false;
+      if (n->op == Op::BUFFERIZE) return nullptr;
       if (n->op != Op::REDUCE) continue;
-      if (reduce) return false;
+      if (reduce) return nullptr;
       reduce = n;
     }
     if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
         reduce->src[0]->op != Op::MUL)
-      return false;
+      return nullptr;
+    return reduce;
+  }
+
+  bool choose_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (facts_.target != Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
+    if (choose_bf16_tile(kernel, out_ranges)) return true;
+    const NodeData* reduce = sum_of_products(kernel);
+    if (!reduce) return false;
     auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
       return std::find(v.begin(), v.end(), r) != v.end();
     };
@@ -846,16 +845,8 @@ class CRenderer {
 
   bool choose_bf16_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
     if (facts_.cpu_isa.bf16_matmul == Bf16MatmulPath::scalar) return false;
-    const NodeData* reduce = nullptr;
-    for (const NodeData* n : toposort({kernel})) {
-      if (n->op == Op::BUFFERIZE) return false;
-      if (n->op != Op::REDUCE) continue;
-      if (reduce) return false;
-      reduce = n;
-    }
-    if (!reduce || static_cast<Op>(reduce->i[0]) != Op::ADD || reduce->dtype != DType::float32 ||
-        reduce->src[0]->op != Op::MUL || reduce->src.size() != 2)
-      return false;
+    const NodeData* reduce = sum_of_products(kernel);
+    if (!reduce || reduce->src.size() != 2) return false;  // one reduce range
     const NodeData* body = reduce->src[0].get();
     const NodeData* k = reduce->src[1].get();
     const int64_t K = k->i[1], Kp = (K + kBf16Step - 1) / kBf16Step * kBf16Step;

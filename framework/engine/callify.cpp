@@ -17,66 +17,13 @@
 #include <cstring>
 #include <string>
 
+#include "framework/ir/node_table.hpp"
 #include "hcq/error.hpp"
 
 namespace hcq::fw {
 namespace {
 
 constexpr uint64_t kMaxSources = 0xFFFF, kMaxArgs = 0xFFFF, kMaxString = 0x7FFF;
-
-// Pointer -> position, linear probing; clear() is O(1) (a new generation) so a thread reuses one table.
-class NodePositions {
- public:
-  void clear() {
-    if (++gen_ == 0) {  // wrapped: old entries could look current
-      std::fill(slots_.begin(), slots_.end(), Slot{});
-      gen_ = 1;
-    }
-    used_ = 0;
-  }
-  const uint32_t* find(const NodeData* key) const {
-    if (slots_.empty()) return nullptr;
-    for (size_t k = index(key);; k = (k + 1) & mask_) {
-      const Slot& s = slots_[k];
-      if (s.gen != gen_) return nullptr;
-      if (s.key == key) return &s.value;
-    }
-  }
-  void insert(const NodeData* key, uint32_t value) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    size_t k = index(key);
-    while (slots_[k].gen == gen_) k = (k + 1) & mask_;
-    slots_[k] = Slot{key, gen_, value};
-    ++used_;
-  }
-
- private:
-  struct Slot {
-    const NodeData* key = nullptr;
-    uint32_t gen = 0;
-    uint32_t value = 0;
-  };
-  size_t index(const NodeData* key) const {
-    return static_cast<size_t>((reinterpret_cast<uint64_t>(key) * 0x9e3779b97f4a7c15ull) >> shift_) & mask_;
-  }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    const size_t n = old.empty() ? 1024 : old.size() * 2;
-    slots_.assign(n, Slot{});
-    mask_ = n - 1;
-    shift_ = 64 - std::countr_zero(n);
-    const uint32_t gen = gen_;
-    gen_ = 1;
-    used_ = 0;
-    for (const Slot& s : old)
-      if (s.gen == gen) insert(s.key, s.value);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  int shift_ = 64;
-  uint32_t gen_ = 1;
-  size_t used_ = 0;
-};
 
 // Four independent lanes of multiply-rotate over the words, folded with their count: a bucket index for the
 // schedule cache, not a proof of equality (the cache compares the words).
@@ -122,7 +69,7 @@ class MarkMemo {
 // each other, so this walk keeps its own table and writes no mark.
 class TableMemo {
  public:
-  explicit TableMemo(NodePositions& table) : table_(table) {}
+  explicit TableMemo(NodeTable& table) : table_(table) {}
   uint32_t find(const NodeData* n) const {
     const uint32_t* at = table_.find(n);
     return at ? *at : kNotSeen;
@@ -132,7 +79,7 @@ class TableMemo {
   }
 
  private:
-  NodePositions& table_;
+  NodeTable& table_;
 };
 
 // Callifies in progress in the process; a walk that starts when none is uses the marks (MarkMemo), and every walk
@@ -283,7 +230,7 @@ thread_local std::vector<uint64_t> t_spare_words;
 }  // namespace
 
 Callified callify(const std::vector<Node>& roots) {
-  thread_local NodePositions table;
+  thread_local NodeTable table;
   thread_local std::vector<const NodeData*> owner;
   thread_local std::vector<uint32_t> stack;
   stack.clear();

@@ -1,12 +1,15 @@
 // The intern table: one live NodeData per structure. Lookups hash (op, dtype, sources by address, arguments).
 #include "framework/ir/node.hpp"
 
+#include "framework/ir/node_table.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
 
+#include "framework/ir/node_table.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/ir/symbolic.hpp"
 #include "hcq/buffer.hpp"
@@ -48,61 +51,10 @@ InternTable& table() {
   return *t;
 }
 
-// The nodes a toposort has seen: open addressing on the node's address, emptied in O(1) by a generation count, one
-// per thread and reused (std::unordered_set allocated a bucket node per insert, and the code generator sorts each
-// kernel's graph several times). A toposort calls nothing that sorts again, so one table a thread suffices.
-class SeenSet {
- public:
-  void clear() {
-    if (++gen_ == 0) {  // wrapped: old entries could look current
-      std::fill(slots_.begin(), slots_.end(), Slot{});
-      gen_ = 1;
-    }
-    used_ = 0;
-  }
-  // True when n was not in the set (and is now).
-  bool insert(const NodeData* n) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    for (size_t k = index(n);; k = (k + 1) & mask_) {
-      Slot& s = slots_[k];
-      if (s.gen != gen_) {
-        s = Slot{n, gen_};
-        ++used_;
-        return true;
-      }
-      if (s.key == n) return false;
-    }
-  }
-
- private:
-  struct Slot {
-    const NodeData* key = nullptr;
-    uint64_t gen = 0;
-  };
-  size_t index(const NodeData* n) const {
-    return static_cast<size_t>((reinterpret_cast<uint64_t>(n) * 0x9e3779b97f4a7c15ull) >> shift_) & mask_;
-  }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    const size_t size = old.empty() ? 256 : old.size() * 2;
-    slots_.assign(size, Slot{});
-    mask_ = size - 1;
-    shift_ = 64 - std::countr_zero(size);
-    const uint64_t gen = gen_;
-    gen_ = 1;
-    used_ = 0;
-    for (const Slot& s : old)
-      if (s.gen == gen) insert(s.key);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  int shift_ = 64;
-  uint64_t gen_ = 1;
-  size_t used_ = 0;
-};
-
-SeenSet& seen_set() {
-  thread_local SeenSet set;
+// The nodes a toposort has seen: a thread's NodeTable, reused (a toposort calls nothing that sorts again, so one
+// table a thread suffices).
+NodeTable& seen_set() {
+  thread_local NodeTable set;
   set.clear();
   return set;
 }
@@ -220,7 +172,7 @@ Node index_const(int64_t v) { return make_node(Op::CONST, kIndex, {}, {v}); }
 
 std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
   std::vector<const NodeData*> order;
-  SeenSet& seen = seen_set();
+  NodeTable& seen = seen_set();
   thread_local std::vector<std::pair<const NodeData*, size_t>> stack;  // empty between calls
   stack.clear();
   for (const Node& r : roots) {
@@ -242,7 +194,7 @@ std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
 
 std::vector<Node> toposort_nodes(const std::vector<Node>& roots) {
   std::vector<Node> order;
-  SeenSet& seen = seen_set();
+  NodeTable& seen = seen_set();
   std::vector<std::pair<Node, size_t>> stack;
   for (const Node& r : roots) {
     if (!r || !seen.insert(r.get())) continue;

@@ -17,7 +17,7 @@
 #include "framework/codegen/target.hpp"
 #include "framework/engine/beam.hpp"
 #include "framework/engine/realize.hpp"
-#include "framework_sched/matmul_kernel.hpp"
+#include "framework_sched/render_inputs.hpp"
 #include "hcq/error.hpp"
 #include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
@@ -25,16 +25,7 @@
 namespace hcq::fw {
 namespace {
 
-TargetFacts avx512_facts(unsigned workers, bool optimize = true) {
-  DeviceInfo info;
-  info.name = "hand-made";
-  info.interface = "cpu";
-  info.arch = "x86_64";
-  CpuIsa isa;
-  for (CpuFeature f : {CpuFeature::avx2, CpuFeature::fma, CpuFeature::avx512f}) isa.features.add(f);
-  info.cpu_isa = isa;
-  return target_facts(info, workers, optimize);
-}
+TargetFacts avx512_facts(unsigned workers, bool optimize = true) { return avx512_cpu_facts(workers, optimize); }
 
 TEST(CpuBeam, ChoicesAreTheHeuristicsThenEveryTileThenThePlainLoops) {
   const Node k = matmul_kernel(48, 173, 128);

@@ -15,7 +15,7 @@
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
 #include "framework/engine/realize.hpp"
-#include "framework_sched/matmul_kernel.hpp"
+#include "framework_sched/render_inputs.hpp"
 #include "hcq/cpu_features.hpp"
 #include "hcq/device.hpp"
 #include "hcq/registry.hpp"
@@ -24,23 +24,12 @@
 namespace hcq::fw {
 namespace {
 
-// bf16 operands widened to float32, the sum rounded to bf16 (matmul_kernel.hpp).
+// bf16 operands widened to float32, the sum rounded to bf16 (render_inputs.hpp).
 Node bf16_matmul_kernel(int64_t M, int64_t K, int64_t N) {
   return matmul_kernel(M, K, N, false, false, DType::bfloat16);
 }
 
-// A CPU device's facts with AVX-512 and the given bf16 path.
-TargetFacts cpu_facts(unsigned workers, Bf16MatmulPath path) {
-  DeviceInfo info;
-  info.name = "hand-made";
-  info.interface = "cpu";
-  info.arch = "x86_64";
-  CpuIsa isa;
-  for (CpuFeature f : {CpuFeature::avx2, CpuFeature::fma, CpuFeature::avx512f}) isa.features.add(f);
-  isa.bf16_matmul = path;
-  info.cpu_isa = isa;
-  return target_facts(info, workers, true);
-}
+TargetFacts cpu_facts(unsigned workers, Bf16MatmulPath path) { return avx512_cpu_facts(workers, true, path); }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

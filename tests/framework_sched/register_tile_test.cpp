@@ -12,7 +12,7 @@
 
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
-#include "framework_sched/matmul_kernel.hpp"
+#include "framework_sched/render_inputs.hpp"
 #include "hcq/cpu_features.hpp"
 #include "hcq/nn.hpp"
 #include "hcq/tensor.hpp"

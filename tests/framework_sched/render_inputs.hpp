@@ -1,14 +1,30 @@
-// A matmul-shaped kernel as the lowering builds one, for the renderer's tests (register tiles, bf16 tiles, the
-// search): out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`, a[k, i] when `a_transposed`).
+// What the renderer's tests (register tiles, bf16 tiles, the search) render: a CPU device's facts, and a
+// matmul-shaped kernel as the lowering builds one: out[i, j] = sum over k of a[i, k] * b[k, j] (b[j, k] when `b_transposed`, a[k, i] when `a_transposed`).
 // float32 operands are loaded as they are; bfloat16 ones are widened to float32 for the product and the sum is
 // rounded back to bfloat16 at the store, as Tensor::matmul writes a half-type product.
 #pragma once
 
 #include <cstdint>
 
+#include "framework/codegen/target.hpp"
 #include "framework/ir/node.hpp"
+#include "hcq/cpu_features.hpp"
 
 namespace hcq::fw {
+
+// A CPU device's facts with AVX-512 (16-float vectors, 32 registers) and the given bf16 matmul path.
+inline TargetFacts avx512_cpu_facts(unsigned workers, bool optimize = true,
+                                    Bf16MatmulPath bf16 = Bf16MatmulPath::scalar) {
+  DeviceInfo info;
+  info.name = "hand-made";
+  info.interface = "cpu";
+  info.arch = "x86_64";
+  CpuIsa isa;
+  for (CpuFeature f : {CpuFeature::avx2, CpuFeature::fma, CpuFeature::avx512f}) isa.features.add(f);
+  isa.bf16_matmul = bf16;
+  info.cpu_isa = isa;
+  return target_facts(info, workers, optimize);
+}
 
 inline Node matmul_kernel(int64_t M, int64_t K, int64_t N, bool b_transposed = false, bool a_transposed = false,
                           DType operands = DType::float32) {
