@@ -827,9 +827,8 @@ class CRenderer {
   // range k of a product of two bfloat16 values widened to float32 (Tensor::matmul's form for half types), A reading
   // a row range i and not a column range j, B the other way round, both multiples of 16, computes 16 rows (32 with
   // AMX where they divide) by NW = 16 W columns per step through the kernel ABI's bf16 micro-kernels
-  // (include/hcq/kernel_abi.h): AMX tiles, vdpbf16ps,
-  // or FMAs on widened bf16, as the device's features choose (TargetFacts::cpu_isa.bf16_matmul; none on the scalar
-  // path, which keeps the float32 tiles). Per column block, B's K x NW panel is packed in the VNNI layout the
+  // (include/hcq/kernel_abi.h): AMX tiles, vdpbf16ps, or FMAs on widened bf16, as the device's features choose
+  // (TargetFacts::cpu_isa.bf16_matmul; none on the scalar path, which keeps the float32 tiles). Per column block, B's K x NW panel is packed in the VNNI layout the
   // micro-kernels read (pairs of k per column), zero-padded to a multiple of 32 in k; A's rows are read where they
   // are when they are a plain load contiguous in k with a constant row stride and K is a multiple of 32, else
   // packed per row step. The sums go through a 16 x NW array into the epilogue, as the float32 tiles' do.
