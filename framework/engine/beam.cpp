@@ -44,22 +44,12 @@ void fill(DType t, std::vector<std::byte>& bytes, size_t count) {
   for (size_t k = 0; k < count; ++k) {
     const double x = static_cast<double>((k * 2654435761u + 12345u) % 2001u) / 1000.0 - 1.0;
     std::byte* p = bytes.data() + k * size;
-    if (t == DType::float32) {
-      const auto f = static_cast<float>(x);
-      std::memcpy(p, &f, 4);
-    } else if (t == DType::bfloat16 || t == DType::float16) {
-      const auto f = static_cast<float>(x);
-      uint32_t w;
-      std::memcpy(&w, &f, 4);
-      // bfloat16: the top half; float16: a value in [-1, 1] as sign, exponent and the top fraction bits.
-      uint16_t h = static_cast<uint16_t>(w >> 16);
-      if (t == DType::float16) {
-        const uint32_t sign = w >> 31, exp = (w >> 23) & 0xff;
-        h = exp < 113 ? static_cast<uint16_t>(sign << 15)
-                      : static_cast<uint16_t>((sign << 15) | ((exp - 112) << 10) | ((w >> 13) & 0x3ff));
-      }
-      std::memcpy(p, &h, 2);
-    }
+    const auto f = static_cast<float>(x);
+    if (t == DType::float32) std::memcpy(p, &f, 4);
+    const uint16_t half = t == DType::bfloat16  ? bfloat16_t::from_float(f).bits
+                          : t == DType::float16 ? float16_t::from_float(f).bits
+                                                : 0;
+    if (t == DType::bfloat16 || t == DType::float16) std::memcpy(p, &half, 2);
   }
 }
 

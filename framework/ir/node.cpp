@@ -1,8 +1,6 @@
 // The intern table: one live NodeData per structure. Lookups hash (op, dtype, sources by address, arguments).
 #include "framework/ir/node.hpp"
 
-#include "framework/ir/node_table.hpp"
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
