@@ -140,6 +140,7 @@ std::vector<Node> gradient_rule(const Node& n, const Node& g) {
   } else if (n->op == Op::CAST) out = {t_cast(g, n->src[0]->dtype)};
   else if (n->op == Op::CUSTOM_GRAD) out = custom_gradient(n, g);
   else if (n->op == Op::CONTIGUOUS) out = {g};
+  else if (n->op == Op::NARROW) out = {make_node(Op::NARROW, g->dtype, {g, n->src[1]}, n->i)};  // 0 past the size
   else if (n->op == Op::COPY) out = {make_node(Op::COPY, g->dtype, {g}, {}, 0, n->src[0]->device())};
   out.resize(n->src.size());  // leaves, DETACH, ASSIGN, BITCAST: none
   // Only float values have gradients: an integer or bool source (an index, a mask) gets none.

@@ -49,7 +49,21 @@ std::unordered_multimap<uint64_t, CacheEntry>& schedule_cache() {
 }
 constexpr size_t kMaxCachedSchedules = 4096;
 
-const Node& buffer_of(const Node& view) { return view->op == Op::RESHAPE ? view->src[0] : view; }
+// A realized value: a buffer view, under the NARROWs of its symbolic dimensions when it has some.
+const Node& without_narrows(const Node& n) { return n->op == Op::NARROW ? without_narrows(n->src[0]) : n; }
+const Node& buffer_of(const Node& value) {
+  const Node& view = without_narrows(value);
+  return view->op == Op::RESHAPE ? view->src[0] : view;
+}
+
+// The realized view of a root with symbolic dimensions keeps them (symbolic_dims.hpp): later graphs over it mask
+// as the root's own users did, and a read takes the present elements only.
+Node narrowed_like(Node view, const Node& root) {
+  for (size_t k = 0; k < root->dim_vars.size(); ++k)
+    if (root->dim_vars[k])
+      view = make_node(Op::NARROW, view->dtype, {view, root->dim_vars[k]}, {static_cast<int64_t>(k)});
+  return view;
+}
 
 void print_debug_graph(const char* title, const Node& n) {
   std::fprintf(stderr, "%s\n%s", title, to_string(n).c_str());
@@ -156,7 +170,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
         break;
       }
     }
-    if (is_buffer_view(r)) {
+    if (is_buffer_view(without_narrows(r))) {
       result[k] = r;
       if (computed_before) buffer_of(r)->mark_shared_by_tensors();
     } else {
@@ -276,7 +290,7 @@ std::vector<Node> realize_nodes(const std::vector<Node>& roots) {
     const Node& root = to_compute[t];
     const uint32_t slot = s.root_slots[t++];
     if (slot_taken[slot]++) slot_nodes[slot]->mark_shared_by_tensors();
-    Node view = t_reshape(slot_nodes[slot], root->shape);
+    Node view = narrowed_like(t_reshape(slot_nodes[slot], root->shape), root);
     // The root's node now stands for this value, until an assign overwrites the buffer it was stored in or any
     // buffer it was computed from (each of the call's inputs, to be safe): a node made after such an assign must
     // compute anew, not read what was computed from the old contents.

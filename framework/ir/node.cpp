@@ -10,6 +10,7 @@
 #include "framework/ir/node_table.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/ir/symbolic.hpp"
+#include "framework/ir/symbolic_dims.hpp"
 #include "hcq/buffer.hpp"
 
 namespace hcq::fw {
@@ -89,7 +90,8 @@ void NodeData::unlink_realized_from() const {
 const std::string& NodeData::device() const {
   static const std::string none;
   const NodeData* n = this;
-  while (n->s.empty() && !n->src.empty()) n = n->src.back().get();
+  // The last source carries the device (an ASSIGN's value, a WHERE's other operand); a NARROW's is its variable.
+  while (n->s.empty() && !n->src.empty()) n = (n->op == Op::NARROW ? n->src.front() : n->src.back()).get();
   if (n->op == Op::COPY || n->op == Op::CONST || n->op == Op::BUFFER || n->op == Op::PARAM) return n->s;
   return n->s.empty() ? none : n->s;
 }
@@ -125,6 +127,7 @@ Node make_node(Op op, DType dtype, std::vector<Node> src, std::vector<int64_t> i
     n->hash = h;
     n->payload = std::move(payload);
     n->shape = shape_of(*n);
+    n->dim_vars = dim_vars_of(*n);
     compute_bounds(*n);
     return n;
   };

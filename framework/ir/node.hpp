@@ -52,7 +52,9 @@ struct NodeData {
 
   // ---- derived from the identity when the node is made
   size_t hash = 0;
-  Shape shape;                 // tensor-level nodes: the shape; kernel-level: empty
+  Shape shape;  // tensor-level nodes: the shape; kernel-level: empty
+  // Tensor level: per dimension, the variable whose value is its size (symbolic_dims.hpp), or null; empty: none.
+  std::vector<Node> dim_vars;
   int64_t vmin = 0, vmax = 0;  // bounds of integer kernel-level values (index arithmetic); 0, 0 otherwise
   // BUFFER only: the memory (created with the node; allocated when first used).
   std::shared_ptr<Buffer> payload;

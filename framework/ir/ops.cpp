@@ -7,13 +7,13 @@ namespace hcq::fw {
 namespace {
 // In the order of the enum (ops.hpp); the static_assert catches an op added there and not here.
 constexpr std::string_view kNames[] = {
-    "CONST",   "BUFFER", "PARAM",  "INDEX",       "DEFINE_VAR", "BIND",        "VAR_PARAM",  "RESHAPE",
-    "PERMUTE", "EXPAND", "PAD",    "SHRINK",      "FLIP",       "REDUCE_AXIS", "CONTIGUOUS", "ASSIGN",
-    "COPY",    "SINK",   "DETACH", "CUSTOM_GRAD", "CAST",       "BITCAST",     "NEG",        "EXP",
-    "EXP2",    "LOG",    "LOG2",   "SIN",         "COS",        "SQRT",        "RECIPROCAL", "TRUNC",
-    "ADD",     "SUB",    "MUL",    "FDIV",        "IDIV",       "MOD",         "MAX",        "MIN",
-    "POW",     "CMPLT",  "CMPEQ",  "CMPNE",       "AND",        "OR",          "XOR",        "SHL",
-    "SHR",     "WHERE",  "RANGE",  "LOAD",        "STORE",      "REDUCE",      "BUFFERIZE",  "KERNEL",
+    "CONST",  "BUFFER",      "PARAM",  "INDEX", "DEFINE_VAR",  "BIND",       "VAR_PARAM", "RESHAPE", "PERMUTE",
+    "EXPAND", "PAD",         "SHRINK", "FLIP",  "REDUCE_AXIS", "CONTIGUOUS", "ASSIGN",    "COPY",    "SINK",
+    "DETACH", "CUSTOM_GRAD", "NARROW", "CAST",  "BITCAST",     "NEG",        "EXP",       "EXP2",    "LOG",
+    "LOG2",   "SIN",         "COS",    "SQRT",  "RECIPROCAL",  "TRUNC",      "ADD",       "SUB",     "MUL",
+    "FDIV",   "IDIV",        "MOD",    "MAX",   "MIN",         "POW",        "CMPLT",     "CMPEQ",   "CMPNE",
+    "AND",    "OR",          "XOR",    "SHL",   "SHR",         "WHERE",      "RANGE",     "LOAD",    "STORE",
+    "REDUCE", "BUFFERIZE",   "KERNEL",
 };
 static_assert(std::size(kNames) == static_cast<size_t>(Op::KERNEL) + 1);
 }  // namespace

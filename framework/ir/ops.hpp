@@ -36,6 +36,8 @@ enum class Op : uint8_t {
   DETACH,       // src = (value): the same value, a wall for gradients (autograd); callify removes it
   CUSTOM_GRAD,  // src = (value, inputs...): the same value, whose inputs' gradients come from the rule numbered i[0]
                 // (arguments i[1..]), not from value's graph (autograd/custom_gradient.hpp); callify removes it
+  NARROW,       // src = (value, BIND or VAR_PARAM): along axis i[0], only the first (the variable's value) elements
+                // are present; the shape is value's, the variable's maximum (a symbolic dimension: symbolic_dims.hpp)
   // ---- elementwise (every level)
   CAST,
   BITCAST,

@@ -28,6 +28,7 @@ namespace {
 Node base_buffer(const Tensor& t) {
   Node n = t.node();
   while (Node done = n->realized()) n = done;
+  while (n->op == Op::NARROW) n = n->src[0];
   return n->op == Op::RESHAPE ? n->src[0] : n;
 }
 
@@ -122,7 +123,16 @@ Replay::Replay(const Capture& capture, const std::vector<Node>& inputs, const st
       if (mem && made.count(mem.get()) && !input_var.count(mem.get())) output_var.emplace(mem.get(), var);
       else if (mem) copied_outputs.emplace_back(it->second, mem);
     }
-    outputs_.push_back(Output{it->second, t.shape()});
+    Output out{it->second, t.shape(), {}};
+    const std::vector<Node>& dim_vars = t.node()->dim_vars;
+    for (size_t a = 0; a < dim_vars.size(); ++a) {
+      if (!dim_vars[a]) continue;
+      int input = -1;
+      for (size_t k = 0; k < inputs.size() && input < 0; ++k)
+        if (inputs[k]->op == Op::BIND && inputs[k]->src[0] == dim_vars[a]->src[0]) input = static_cast<int>(k);
+      out.dims.push_back(Output::Dim{static_cast<int64_t>(a), input, dim_vars[a]});
+    }
+    outputs_.push_back(std::move(out));
     const Buffer* mem = base->payload.get();
     auto w = mem ? last_writer.find(mem) : last_writer.end();
     writers_.push_back(w != last_writer.end() ? w->second
@@ -368,7 +378,13 @@ std::vector<Tensor> Replay::run(const std::vector<Node>& inputs, bool draw) {
   }
   std::vector<Tensor> out;
   out.reserve(outputs_.size());
-  for (const Output& o : outputs_) out.emplace_back(t_reshape(call_outputs_[o.buffer], o.shape));
+  for (const Output& o : outputs_) {
+    Node view = t_reshape(call_outputs_[o.buffer], o.shape);
+    for (const Output::Dim& d : o.dims)
+      view = make_node(Op::NARROW, view->dtype, {view, d.input >= 0 ? inputs[static_cast<size_t>(d.input)] : d.fixed},
+                       {d.axis});
+    out.emplace_back(std::move(view));
+  }
   return out;
 }
 

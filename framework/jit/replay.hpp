@@ -75,6 +75,14 @@ class Replay {
   struct Output {
     size_t buffer;  // index into output_buffers_
     Shape shape;
+    // Symbolic dimensions (axis, variable): each call's output is narrowed by its input of that variable (index
+    // `input`), or by the capture's value when the function bound the variable itself (input < 0).
+    struct Dim {
+      int64_t axis;
+      int input;
+      Node fixed;
+    };
+    std::vector<Dim> dims;
   };
 
   // A fixed operand's buffer is kept (in fixed_) for the replay's lifetime.

@@ -66,6 +66,11 @@ std::vector<Node> input_buffers(const std::vector<Tensor>& inputs) {
       continue;
     }
     while (Node done = n->realized()) n = done;
+    if (n->op == Op::NARROW)
+      throw JitError(hcq::cat("TinyJit: input ", k, " ", dims_str(n),
+                              " has a symbolic dimension: the replay binds inputs by their buffers and would keep "
+                              "the first call's size. Pass the whole tensor and the bound variable as inputs, and "
+                              "narrow inside the jitted function"));
     if (!is_buffer_view(n))
       throw JitError(hcq::cat("TinyJit: input ", k, " (", shape_str(inputs[k].shape()), " ",
                               dtype_name(inputs[k].dtype()), " on ", inputs[k].device(),

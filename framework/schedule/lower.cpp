@@ -217,6 +217,15 @@ class Lowerer {
         const Node inner = value(n->src[0], src_idx, inner_gate);
         return make_node(Op::WHERE, n->dtype, {valid, inner, const_node(n->dtype, n->f)});
       }
+      case Op::NARROW: {
+        // A symbolic dimension: elements at or past the variable's value are not there. They read 0 (as a pad's
+        // outside does), and the loads behind them are gated off, so nothing past the value is read.
+        const size_t axis = static_cast<size_t>(n->i[0]);
+        const Node valid = present(idx[axis], n->src[1]);
+        if (valid->is_const(1)) return value(n->src[0], idx, gate);
+        const Node inner = value(n->src[0], idx, gate ? bool_and(gate, valid) : valid);
+        return make_node(Op::WHERE, n->dtype, {valid, inner, const_node(n->dtype, 0)});
+      }
       case Op::REDUCE_AXIS: {
         if (auto it = local_axes_.find(n.get()); it != local_axes_.end()) return local_array_load(n, it->second, idx);
         // Every key reaching here is new (value() memoizes): a second one for this reduce is a second index.
@@ -242,9 +251,25 @@ class Lowerer {
       src_idx[axis] = r;
       ranges.push_back(r);
     }
-    std::vector<Node> src{value(n->src[0], src_idx, gate)};
+    Node v = value(n->src[0], src_idx, gate);
+    // Over a symbolic dimension, the places past the variable's value hold the reduce's identity.
+    const std::vector<Node>& vars = n->src[0]->dim_vars;
+    for (size_t k = 1; k < n->i.size() && !vars.empty(); ++k) {
+      const size_t axis = static_cast<size_t>(n->i[k]);
+      if (!vars[axis]) continue;
+      const Node valid = present(src_idx[axis], vars[axis]);
+      if (!valid->is_const(1))
+        v = make_node(Op::WHERE, n->dtype,
+                      {valid, v, const_node(n->dtype, reduce_identity(static_cast<Op>(n->i[0]), n->dtype))});
+    }
+    std::vector<Node> src{v};
     src.insert(src.end(), ranges.begin(), ranges.end());
     return make_node(Op::REDUCE, n->dtype, std::move(src), {n->i[0]});
+  }
+
+  // Whether index `at` is inside a symbolic dimension whose size is the variable `var` (a tensor-level VAR_PARAM).
+  Node present(const Node& at, const Node& var) {
+    return simplify(make_node(Op::CMPLT, DType::bool_, {at, make_node(Op::CAST, kIndex, {value(var, {}, nullptr)})}));
   }
 
   // A partially realized reduce: one local array per value of the agreeing axes' indices, holding the reduce at

@@ -18,6 +18,8 @@ Node split(const Node& reduce, const Node& x, const SplitLimits& lim) {
   if (reduced < lim.min_reduce || numel(reduce->shape) > lim.max_outputs) return nullptr;
   // The outermost reduced axis with a divisor in [8, max_parts]: its chunks are the longest contiguous runs.
   for (int64_t a : axes) {
+    // A symbolic axis stays whole: its mask compares the index with the variable (symbolic_dims.hpp).
+    if (!x->dim_vars.empty() && x->dim_vars[static_cast<size_t>(a)]) continue;
     const int64_t n = in[static_cast<size_t>(a)];
     int64_t parts = 0;
     for (int64_t p = lim.max_parts; p >= 8 && !parts; --p)

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "framework/ir/shape_of.hpp"
+#include "framework/ir/symbolic_dims.hpp"
 #include "hcq/device.hpp"
 #include "hcq/knobs.hpp"
 #include "hcq/registry.hpp"
@@ -15,6 +16,27 @@ std::string shape_str(const Shape& s) {
   for (size_t k = 0; k < s.size(); ++k) out += (k ? ", " : "") + std::to_string(s[k]);
   return out + (s.size() == 1 ? ",)" : ")");
 }
+
+std::string dims_str(const Node& x) {
+  if (x->dim_vars.empty()) return shape_str(x->shape);
+  std::string out = "(";
+  for (size_t k = 0; k < x->shape.size(); ++k)
+    out += (k ? ", " : "") + (x->dim_vars[k] ? dim_var_str(x->dim_vars[k]) : std::to_string(x->shape[k]));
+  return out + (x->shape.size() == 1 ? ",)" : ")");
+}
+
+namespace {
+
+// Movement that changes a symbolic dimension's extent or order (pad, shrink, flip) is refused: the masks that stand
+// for the dimension's size assume its elements start at 0 and run up.
+void refuse_on_symbolic(const Node& x, std::string_view op, const std::vector<bool>& touched) {
+  for (size_t k = 0; k < x->dim_vars.size(); ++k)
+    if (x->dim_vars[k] && touched[k])
+      throw ShapeError(cat(op, ": dimension ", k, " of ", dims_str(x), " is symbolic (", dim_var_str(x->dim_vars[k]),
+                           "); ", op, " only its concrete dimensions"));
+}
+
+}  // namespace
 
 const std::string& canonical_device(const std::string& name) {
   static std::mutex mu;
@@ -57,6 +79,10 @@ Node t_reshape(const Node& x, const Shape& shape) {
   if (numel(shape) != numel(x->shape))
     throw ShapeError(cat("reshape: cannot reshape ", shape_str(x->shape), " (", numel(x->shape), " elements) to ",
                          shape_str(shape), " (", numel(shape), " elements)"));
+  if (!x->dim_vars.empty() && !reshape_dim_vars(x->shape, x->dim_vars, shape))
+    throw ShapeError(cat("reshape: cannot reshape ", dims_str(x), " to ", shape_str(shape),
+                         ": it would merge or split a symbolic dimension (keep each one a dimension of its own, with "
+                         "the same number of elements before it)"));
   // Reshapes of reshapes collapse: only the source's shape matters.
   const Node& base = x->op == Op::RESHAPE ? x->src[0] : x;
   if (base->shape == shape) return base;
@@ -85,6 +111,9 @@ Node t_pad(const Node& x, const std::vector<int64_t>& before_after, double value
   bool none = true;
   for (int64_t p : before_after) none &= p == 0;
   if (none) return x;
+  std::vector<bool> touched(x->shape.size());
+  for (size_t k = 0; k < touched.size(); ++k) touched[k] = before_after[2 * k] != 0 || before_after[2 * k + 1] != 0;
+  refuse_on_symbolic(x, "pad", touched);
   return make_node(Op::PAD, x->dtype, {x}, before_after, value);
 }
 
@@ -92,6 +121,9 @@ Node t_shrink(const Node& x, const std::vector<int64_t>& start_end) {
   bool none = true;
   for (size_t k = 0; k < x->shape.size(); ++k) none &= start_end[2 * k] == 0 && start_end[2 * k + 1] == x->shape[k];
   if (none) return x;
+  std::vector<bool> touched(x->shape.size());
+  for (size_t k = 0; k < touched.size(); ++k) touched[k] = start_end[2 * k] != 0 || start_end[2 * k + 1] != x->shape[k];
+  refuse_on_symbolic(x, "shrink", touched);
   return make_node(Op::SHRINK, x->dtype, {x}, start_end);
 }
 
@@ -99,6 +131,9 @@ Node t_flip(const Node& x, const std::vector<int64_t>& flags) {
   bool none = true;
   for (size_t k = 0; k < flags.size(); ++k) none &= flags[k] == 0 || x->shape[k] <= 1;
   if (none) return x;
+  std::vector<bool> touched(x->shape.size());
+  for (size_t k = 0; k < touched.size(); ++k) touched[k] = flags[k] != 0;
+  refuse_on_symbolic(x, "flip", touched);
   return make_node(Op::FLIP, x->dtype, {x}, flags);
 }
 
@@ -133,6 +168,59 @@ Node t_broadcast(const Node& x, const Shape& shape, std::string_view op) {
     if (padded[k] != shape[k] && padded[k] != 1)
       throw ShapeError(cat(op, ": cannot broadcast ", shape_str(x->shape), " to ", shape_str(shape)));
   return t_expand(t_reshape(x, padded), shape);
+}
+
+void check_dims_agree(const std::vector<const Node*>& operands, std::string_view op) {
+  size_t rank = 0;
+  for (const Node* x : operands) rank = std::max(rank, (*x)->shape.size());
+  for (size_t k = 0; k < rank; ++k) {
+    const Node* with_var = nullptr;  // the first operand symbolic at output dimension k
+    size_t var_axis = 0;
+    for (const Node* x : operands) {
+      const size_t r = (*x)->shape.size();
+      if (k + r >= rank && !(*x)->dim_vars.empty() && (*x)->dim_vars[k + r - rank]) {
+        with_var = x;
+        var_axis = k + r - rank;
+        break;
+      }
+    }
+    if (!with_var) continue;
+    const Node& var = (*with_var)->dim_vars[var_axis];
+    for (const Node* x : operands) {
+      const size_t r = (*x)->shape.size();
+      if (k + r < rank) continue;  // broadcast along a new leading dimension
+      const size_t a = k + r - rank;
+      if ((*x)->shape[a] == 1 && (*x)->dim_vars.empty()) continue;  // broadcast from size 1
+      const Node other = (*x)->dim_vars.empty() ? nullptr : (*x)->dim_vars[a];
+      if (other == var || (other && (*x)->shape[a] == 1)) continue;
+      throw ShapeError(cat(op, ": dimension ", k, " is ", dim_var_str(var), " in ", dims_str(*with_var), " but ",
+                           other ? dim_var_str(other) : std::to_string((*x)->shape[a]), " in ", dims_str(*x),
+                           " (narrow both with the same bound variable)"));
+    }
+  }
+}
+
+Node t_narrow(const Node& x, int axis, const Node& bound) {
+  if (bound->op != Op::BIND)
+    throw InvalidArgument(cat("narrow: the size must be a bound Variable (Variable::bind), not a ", op_name(bound->op),
+                              " ", dims_str(bound)));
+  const size_t a = static_cast<size_t>(norm_axis(axis, x->shape.size(), "narrow"));
+  const Node& var = bound->src.at(0);
+  if (!x->dim_vars.empty() && x->dim_vars[a])
+    throw ShapeError(cat("narrow: dimension ", a, " of ", dims_str(x), " is symbolic already"));
+  if (var->i.at(1) > x->shape[a])
+    throw ShapeError(cat("narrow: ", dim_var_str(bound), " can exceed dimension ", a, " of ", dims_str(x),
+                         ", which is ", x->shape[a]));
+  if (var->i.at(0) < 0) throw ShapeError(cat("narrow: ", dim_var_str(bound), " can be negative"));
+  // The storage keeps the variable's maximum; the BIND is made on x's device, the device the NARROW reports.
+  std::vector<int64_t> start_end;
+  for (size_t k = 0; k < x->shape.size(); ++k) {
+    start_end.push_back(0);
+    start_end.push_back(k == a ? var->i[1] : x->shape[k]);
+  }
+  const Node kept = t_shrink(x, start_end);
+  const Node b = make_node(Op::BIND, DType::int32, {var}, {bound->i.at(0)}, 0, x->device());
+  return make_node(Op::NARROW, x->dtype, {kept, b}, {static_cast<int64_t>(a)});
 }
 
 Node t_alu(Op op, DType out, std::vector<Node> src) { return make_node(op, out, std::move(src)); }

@@ -11,6 +11,7 @@
 namespace hcq::fw {
 
 std::string shape_str(const Shape& s);  // "(2, 3)", "()", "(4,)"
+std::string dims_str(const Node& x);    // shape_str with symbolic dimensions named: "(n=3 (1..8), 4)"
 
 // The canonical device name for a user's name ("" = HCQ_DEVICE, else "CPU"); opens the device.
 const std::string& canonical_device(const std::string& name);
@@ -31,6 +32,12 @@ Node t_reduce(const Node& x, Op op, const std::vector<int64_t>& axes);  // keeps
 // Broadcasts to `shape` (numpy rules: align right, 1 stretches); ShapeError naming `op` otherwise.
 Node t_broadcast(const Node& x, const Shape& shape, std::string_view op);
 Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op);
+// ShapeError when operands about to be broadcast together disagree on a symbolic dimension (two variables, or a
+// variable and a concrete size other than 1), aligned from the right as broadcasting is.
+void check_dims_agree(const std::vector<const Node*>& operands, std::string_view op);
+// x with only the first `bound` (a BIND) elements of `axis` present (symbolic_dims.hpp); the storage is cut to the
+// variable's maximum. ShapeError when that maximum exceeds the dimension or the dimension is symbolic already.
+Node t_narrow(const Node& x, int axis, const Node& bound);
 Node t_alu(Op op, DType out, std::vector<Node> src);          // sources already of one shape
 Node t_index(int64_t n, DType t, const std::string& device);  // 0..n-1, shape (n)
 

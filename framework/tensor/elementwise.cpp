@@ -33,6 +33,7 @@ Pair promote(const Tensor& x, const Tensor& y, std::string_view op) {
     throw InvalidArgument(hcq::cat(op, ": the operands are on different devices (", a->device(), " and ", b->device(),
                                    "): move one with to()"));
   const Shape shape = broadcast_shape(a->shape, b->shape, op);
+  if (!a->dim_vars.empty() || !b->dim_vars.empty()) check_dims_agree({&a, &b}, op);
   const DType t = promote_types(a->dtype, b->dtype);
   return {t_cast(t_broadcast(a, shape, op), t), t_cast(t_broadcast(b, shape, op), t), t};
 }
@@ -178,6 +179,7 @@ Tensor Tensor::eq(Scalar s) const { return eq(scalar_like(*this, s)); }
 Tensor Tensor::ne(Scalar s) const { return ne(scalar_like(*this, s)); }
 
 Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  check_dims_agree({&node(), &a.node(), &b.node()}, "where");
   Pair ab = promote(a, b, "where");
   const Shape out = broadcast_shape(shape(), ab.a->shape, "where");
   Node cond = t_broadcast(t_cast(node(), DType::bool_), out, "where");

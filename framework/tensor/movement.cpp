@@ -140,6 +140,8 @@ Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const 
   return x.shrink(col).squeeze(a + 1);
 }
 
+Tensor Tensor::narrow(int axis, const Tensor& size) const { return Tensor(t_narrow(node(), axis, size.node())); }
+
 Tensor Tensor::flip(std::vector<int> axes) const {
   std::vector<int64_t> flags(ndim(), 0);
   for (int a : axes) {

@@ -57,10 +57,21 @@ Tensor accumulate(const Tensor& x, Op op, const std::vector<int>& axes, bool kee
   return is_float(x.dtype()) ? r.cast(x.dtype()) : r;
 }
 
-int64_t count(const Tensor& x, const std::vector<int>& axes, std::string_view name) {
+// The number of elements a reduction over `axes` takes, less `correction`, as x's float dtype: a constant, or a
+// lazy expression of the variables of the symbolic dimensions among them (one schedule for every value).
+Tensor count(const Tensor& x, const std::vector<int>& axes, std::string_view name, int correction = 0) {
   int64_t n = 1;
-  for (int64_t a : norm_axes(axes, x.ndim(), name)) n *= x.shape()[static_cast<size_t>(a)];
-  return n;
+  std::vector<Tensor> vars;
+  for (int64_t a : norm_axes(axes, x.ndim(), name)) {
+    const Node& var = x.node()->dim_vars.empty() ? nullptr : x.node()->dim_vars[static_cast<size_t>(a)];
+    if (var) vars.emplace_back(var);
+    else n *= x.shape()[static_cast<size_t>(a)];
+  }
+  if (vars.empty())
+    return Tensor::scalar(static_cast<double>(std::max<int64_t>(n - correction, 0)), x.dtype(), x.device());
+  Tensor c = Tensor::scalar(static_cast<int>(n), DType::int32, x.device());
+  for (const Tensor& v : vars) c = c.mul(v);
+  return c.sub(correction).maximum(0).cast(x.dtype());
 }
 
 }  // namespace
@@ -76,15 +87,13 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const { return reduce(*t
 
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const Tensor x = is_float(dtype()) ? *this : cast(dtypes::default_float);
-  const int64_t n = count(x, axes, "mean");
-  return x.sum(axes, keepdim).div(static_cast<double>(n));
+  return x.sum(axes, keepdim).div(count(x, axes, "mean"));
 }
 
 Tensor Tensor::var(std::vector<int> axes, bool keepdim, int correction) const {
   const Tensor x = is_float(dtype()) ? *this : cast(dtypes::default_float);
-  const int64_t n = count(x, axes, "var");
   const Tensor d = x.sub(x.mean(axes, true));
-  return d.mul(d).sum(axes, keepdim).div(static_cast<double>(std::max<int64_t>(n - correction, 0)));
+  return d.mul(d).sum(axes, keepdim).div(count(x, axes, "var", correction));
 }
 
 Tensor Tensor::std(std::vector<int> axes, bool keepdim, int correction) const {
@@ -98,7 +107,10 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   if (n == 0) throw ShapeError(hcq::cat("argmax: axis ", axis, " of ", shape_str(shape()), " is empty"));
   Shape idx_shape(ndim(), 1);
   idx_shape[static_cast<size_t>(a)] = n;
-  const Tensor rev = Tensor(t_reshape(t_index(n, DType::int32, device()), idx_shape)).mul(-1).add(static_cast<int>(n));
+  Tensor rev = Tensor(t_reshape(t_index(n, DType::int32, device()), idx_shape)).mul(-1).add(static_cast<int>(n));
+  // Over a symbolic axis the positions are narrowed by its variable too (the ones past it are not there).
+  if (const Node& var = node()->dim_vars.empty() ? nullptr : node()->dim_vars[static_cast<size_t>(a)])
+    rev = rev.narrow(a, Tensor(var));
   const Tensor hit = eq(max(a, true));
   return Tensor::scalar(static_cast<int>(n), DType::int32, device()).sub(hit.where(rev, 0).max(a, keepdim));
 }

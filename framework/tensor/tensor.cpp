@@ -2,9 +2,11 @@
 #include "hcq/tensor.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include "framework/engine/realize.hpp"
 #include "framework/ir/shape_of.hpp"
+#include "framework/ir/symbolic_dims.hpp"
 #include "framework/tensor/build.hpp"
 #include "framework/tensor/impl.hpp"
 #include "hcq/buffer.hpp"
@@ -32,6 +34,14 @@ const std::shared_ptr<const fw::NodeData>& Tensor::node() const {
 const Shape& Tensor::shape() const { return node()->shape; }
 int64_t Tensor::shape(int axis) const { return shape()[static_cast<size_t>(norm_axis(axis, ndim(), "shape"))]; }
 int64_t Tensor::numel() const { return fw::numel(shape()); }
+Shape Tensor::bound_shape() const {
+  const Node& n = node();
+  if (n->dim_vars.empty()) return n->shape;
+  Shape out = n->shape;
+  for (size_t k = 0; k < out.size(); ++k) out[k] = bound_size(n->dim_vars[k], out[k]);
+  return out;
+}
+int64_t Tensor::bound_numel() const { return fw::numel(bound_shape()); }
 DType Tensor::dtype() const { return node()->dtype; }
 const std::string& Tensor::device() const { return node()->device(); }
 
@@ -147,6 +157,12 @@ Tensor& Tensor::assign(const Tensor& o) {
     throw InvalidArgument(hcq::cat("assign: the target ", shape_str(shape()),
                                    " is not a realized buffer (realize it, or "
                                    "make it with empty/zeros and realize, before assigning to it)"));
+  // The masks of a symbolic dimension leave the elements past its size undefined: stored into a buffer, they would
+  // overwrite what is there.
+  if (!target->dim_vars.empty() || !o.node()->dim_vars.empty())
+    throw ShapeError(hcq::cat("assign: ", dims_str(o.node()), " into ", dims_str(target),
+                              ": a tensor with a symbolic dimension is not assigned (yet); compute it and read it, or "
+                              "return it from the TinyJit"));
   Node value = t_cast(t_broadcast(o.node(), shape(), "assign"), dtype());
   if (value->device() != device())
     throw InvalidArgument(hcq::cat("assign: the value is on ", value->device(), ", the target on ", device()));
@@ -178,11 +194,30 @@ void Tensor::read_into(std::span<std::byte> out, DType want) const {
                               " (cast it, or use tolist())"));
   Tensor self = *this;
   self.realize();
-  read_buffer_view(self.node(), out);
+  if (self.node()->dim_vars.empty()) return read_buffer_view(self.node(), out);
+  // Symbolic dimensions: the buffer holds the maxima's storage; the elements present are those below each
+  // dimension's bound size, gathered row by row (the last dimension's present elements are contiguous).
+  const Shape full = shape(), bound = bound_shape();
+  const size_t es = dtype_size(dtype());
+  std::vector<std::byte> all(static_cast<size_t>(fw::numel(full)) * es);
+  read_buffer_view(self.node(), all);
+  if (out.empty()) return;
+  const size_t rank = full.size();
+  const size_t row = static_cast<size_t>(bound[rank - 1]) * es;
+  std::vector<int64_t> at(rank, 0);
+  for (size_t o = 0; o < out.size(); o += row) {
+    int64_t flat = 0;
+    for (size_t k = 0; k < rank; ++k) flat = flat * full[k] + at[k];
+    std::memcpy(out.data() + o, all.data() + static_cast<size_t>(flat) * es, row);
+    for (size_t k = rank - 1; k-- > 0;) {  // the next row: odometer over every dimension but the last
+      if (++at[k] < bound[k]) break;
+      at[k] = 0;
+    }
+  }
 }
 
 std::vector<double> Tensor::tolist() const {
-  const size_t n = static_cast<size_t>(numel());
+  const size_t n = static_cast<size_t>(bound_numel());
   std::vector<double> out(n);
   auto conv = [&]<class T>(T) {
     std::vector<T> v = data<T>();
@@ -206,8 +241,8 @@ std::vector<double> Tensor::tolist() const {
 }
 
 double Tensor::item() const {
-  if (numel() != 1)
-    throw ShapeError(hcq::cat("item: the tensor has ", numel(), " elements ", shape_str(shape()), ", not 1"));
+  if (bound_numel() != 1)
+    throw ShapeError(hcq::cat("item: the tensor has ", bound_numel(), " elements ", dims_str(node()), ", not 1"));
   return tolist()[0];
 }
 

@@ -96,7 +96,11 @@ class Tensor {
   const Shape& shape() const;
   int64_t shape(int axis) const;  // negative counts from the end
   size_t ndim() const { return shape().size(); }
-  int64_t numel() const;
+  int64_t numel() const;  // of shape(): a symbolic dimension counts at its maximum
+  // With symbolic dimensions (narrow): each one at its bound value (shape() holds their maxima); data(), tolist()
+  // and item() read that many elements. Without: shape() and numel().
+  Shape bound_shape() const;
+  int64_t bound_numel() const;
   DType dtype() const;
   const std::string& device() const;  // the device's canonical name, e.g. "CPU:0"
   bool defined() const { return impl_ != nullptr; }
@@ -208,6 +212,14 @@ class Tensor {
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> start_end) const;
   // Python slicing on one axis: negative indices count from the end, out-of-range ones are clamped, step != 0.
   Tensor slice(int axis, int64_t start, int64_t stop, int64_t step = 1) const;
+  // A symbolic dimension (issue 20): only the first `size` elements of `axis` are present, `size` a bound Variable
+  // (`n.bind(k)`), so one schedule, and one TinyJit capture, serve every value. shape() keeps the variable's maximum
+  // there (the storage), bound_shape() the value. Elementwise ops, reductions (sum, max, mean, ... over it or other
+  // axes), matmul and movement that keeps it a dimension of its own work on it; pad, shrink or flip of it, a
+  // reshape merging it, and operands narrowed by different variables are ShapeErrors.
+  //   hcq::Variable n("n", 1, 64);
+  //   Tensor rows = x.narrow(0, n.bind(12));   // x (64, 784): rows 0..11
+  Tensor narrow(int axis, const Tensor& size) const;
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
   Tensor squeeze() const;  // every size-1 axis
@@ -245,11 +257,11 @@ class Tensor {
   template <class T>
   std::vector<T> data() const {
     if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: read bytes, then convert
-      std::vector<uint8_t> raw(static_cast<size_t>(numel()));
+      std::vector<uint8_t> raw(static_cast<size_t>(bound_numel()));
       read_into(std::as_writable_bytes(std::span<uint8_t>(raw)), DType::bool_);
       return std::vector<bool>(raw.begin(), raw.end());
     } else {
-      std::vector<T> out(static_cast<size_t>(numel()));
+      std::vector<T> out(static_cast<size_t>(bound_numel()));
       read_into(std::as_writable_bytes(std::span<T>(out)), host_dtype<T>());
       return out;
     }
