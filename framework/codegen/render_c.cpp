@@ -261,8 +261,12 @@ class CRenderer {
     // thread per output element instead (gpu_grid).
     Scope* cur = &root_;
     if (facts_.target != Target::cpu) {
-      group_ = group_threads(kernel, out_ranges);
-      cur = group_ ? gpu_group_grid(out_ranges, rk) : gpu_grid(out_ranges, rk);
+      if (choose_gpu_tile(kernel, out_ranges)) {
+        cur = render_gpu_tile(out_ranges, rk);
+      } else {
+        group_ = group_threads(kernel, out_ranges);
+        cur = group_ ? gpu_group_grid(out_ranges, rk) : gpu_grid(out_ranges, rk);
+      }
     }
     if (tile_.i) cur = render_tile(out_ranges, groups);
     for (size_t k = 0; k < out_ranges.size() && facts_.target == Target::cpu && !tile_.i; ++k) {
@@ -301,9 +305,10 @@ class CRenderer {
 
     std::string src = c_prelude(facts_.target);
     for (const auto& [name, definition] : helpers_) src += definition;
-    // A grouped reduce's body runs once per thread (barriers need each thread's own flow): HCQ_THREAD_KERNEL.
-    src += std::string(group_ ? "HCQ_THREAD_KERNEL(" : "HCQ_KERNEL(") + rk.name + ", " + std::to_string(rk.num_bufs) +
-           ", " + std::to_string(rk.num_vals) + ") {\n";
+    // A grouped reduce's or a GPU tile's body runs once per thread (barriers need each thread's own flow):
+    // HCQ_THREAD_KERNEL.
+    src += std::string(group_ || gtile_.i ? "HCQ_THREAD_KERNEL(" : "HCQ_KERNEL(") + rk.name + ", " +
+           std::to_string(rk.num_bufs) + ", " + std::to_string(rk.num_vals) + ") {\n";
     // Lets clang vectorise float reductions (CPU) and reassociate (AMDGPU); NVRTC knows no clang pragmas.
     if (facts_.target != Target::cuda) src += "#pragma clang fp reassociate(on)\n";
     for (const std::string& d : shared_) src += "  " + d + "\n";  // the ABI wants them first
@@ -350,6 +355,148 @@ class CRenderer {
       }
     }
     return element;
+  }
+
+  // GPU tiles (issue 19: local tiles, operands staged through shared memory). A product's kernel -- one float32 sum
+  // over ranges ks of A * B, A reading rows i and not columns j, B the other way round, the reduce sitting directly in
+  // the output element -- runs one workgroup per kGpuTileRows x kGpuTileCols block of outputs of one batch element
+  // (tinygrad's LOCAL and UPCAST on both axes): its threads form a TY x 16 grid, each holding 4 x 4 sums in
+  // registers; per step of kGpuTileK along the flattened reduce, the threads copy the step's A and B panels into
+  // shared memory together (every panel element read once from global memory instead of once per output row or
+  // column), meet at a barrier, multiply from shared memory, and meet again before the next step overwrites the
+  // panels. Rows, columns and steps past the ends read 0. Matrix instructions (WMMA, MMA) are a later part.
+  static constexpr int64_t kGpuTileR = 4, kGpuTileK = 16, kGpuTileTx = 16;
+  int64_t gpu_tile_ty() const { return facts_.threads_per_group / kGpuTileTx; }
+
+  bool choose_gpu_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
+    if (facts_.target == Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
+    if (facts_.threads_per_group < 64 || facts_.threads_per_group % kGpuTileTx != 0) return false;
+    const int64_t rows = gpu_tile_ty() * kGpuTileR, cols = kGpuTileTx * kGpuTileR;
+    if (static_cast<uint64_t>(kGpuTileK * (rows + cols)) * 4 > facts_.shared_memory_bytes) return false;
+    const NodeData* reduce = sum_of_products(kernel);
+    if (!reduce) return false;
+    for (const NodeData* r : deps(reduce))
+      if (std::find(out_ranges.begin(), out_ranges.end(), r) == out_ranges.end()) return false;
+    std::vector<const NodeData*> ks;
+    int64_t K = 1;
+    for (size_t n = 1; n < reduce->src.size(); ++n) {
+      ks.push_back(reduce->src[n].get());
+      K *= reduce->src[n]->i[1];
+    }
+    // Worth a workgroup's cooperation: a few whole steps, and at least a quarter of a block of outputs.
+    if (K < 2 * kGpuTileK) return false;
+    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
+      return std::find(v.begin(), v.end(), r) != v.end();
+    };
+    const NodeData* body = reduce->src[0].get();
+    for (int first = 0; first < 2; ++first) {
+      const NodeData* a = body->src[first].get();
+      const NodeData* b = body->src[1 - first].get();
+      if (!printable(a) || !printable(b)) return false;
+      const std::vector<const NodeData*> da = deps(a), db = deps(b);
+      // The columns: the innermost output range B reads and A does not (its loads and the stores run along it).
+      for (size_t jn = out_ranges.size(); jn-- > 0;) {
+        const NodeData* j = out_ranges[jn];
+        if (!has(db, j) || has(da, j)) continue;
+        for (const NodeData* i : out_ranges) {
+          if (!has(da, i) || has(db, i)) continue;
+          if (i->i[1] * j->i[1] * 4 < rows * cols) return false;
+          gtile_ = GpuTile{i, j, reduce, a, b, ks};
+          return true;
+        }
+        break;
+      }
+    }
+    return false;
+  }
+
+  Scope* render_gpu_tile(const std::vector<const NodeData*>& out_ranges, RenderedKernel& rk) {
+    const GpuTile& g = gtile_;
+    const int64_t TY = gpu_tile_ty(), TX = kGpuTileTx, R = kGpuTileR, TK = kGpuTileK;
+    const int64_t TM = TY * R, TN = TX * R, threads = TY * TX;
+    const int64_t M = g.i->i[1], N = g.j->i[1];
+    int64_t K = 1;
+    for (const NodeData* k : g.ks) K *= k->i[1];
+    const int64_t tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN;
+    std::vector<const NodeData*> batch;
+    int64_t batch_total = 1;
+    for (const NodeData* r : out_ranges)
+      if (r != g.i && r != g.j) {
+        batch.push_back(r);
+        batch_total *= r->i[1];
+      }
+    const int64_t total = batch_total * tiles_m * tiles_n;
+    const int64_t groups = std::min<int64_t>(total, facts_.max_groups);
+    rk.global = {static_cast<uint32_t>(groups), 1, 1};
+    rk.local = {static_cast<uint32_t>(threads), 1, 1};
+    rk.opts = tag("LOCAL(", axis_of(g.i, out_ranges)) + tag(",", TY) + ") " + tag("LOCAL(", axis_of(g.j, out_ranges)) +
+              tag(",", TX) + ") " + tag("UPCAST(", axis_of(g.i, out_ranges)) + tag(",", R) + ") " +
+              tag("UPCAST(", axis_of(g.j, out_ranges)) + tag(",", R) + ") " + tag("SMEM(", TK) + ")";
+    shared_.push_back(tag("HCQ_SHARED(float, tsa, ", TK * TM) + ");");
+    shared_.push_back(tag("HCQ_SHARED(float, tsb, ", TK * TN) + ");");
+    root_.lines.push_back("const uint32_t lx = HCQ_LOCAL_ID(0);");
+    root_.lines.push_back(tag("const int64_t tx = lx % ", TX) + tag(", ty = lx / ", TX) + ";");
+    // Blocks in a loop uniform across the workgroup (every thread reaches every barrier), batch outermost.
+    Scope* block =
+        open_scope(&root_, tag("for (int64_t tg = HCQ_GROUP_ID(0); tg < ", total) + tag("; tg += ", groups) + ") {");
+    if (!batch.empty()) {
+      block->lines.push_back(tag("const int64_t tbt = tg / ", tiles_m * tiles_n) + ";");
+      bind_flat_ranges(block, batch, "tbt", batch_total);
+    }
+    block->lines.push_back(tag("const int64_t ti0 = tg / ", tiles_n) + tag(" % ", tiles_m) + tag(" * ", TM) +
+                           tag(", tj0 = tg % ", tiles_n) + tag(" * ", TN) + ";");
+    block->lines.push_back(tag("float tacc[", R) + tag("][", R) + tag("] = {", 0) + "};");
+    // The reduce ranges from a flat position along them (row-major, the first outermost).
+    auto k_at = [&](const std::string& flat) {
+      std::unordered_map<const NodeData*, std::string> m;
+      int64_t inner = K;
+      for (size_t n = 0; n < g.ks.size(); ++n) {
+        inner /= g.ks[n]->i[1];
+        std::string e = flat;
+        if (inner > 1) e = "(" + e + tag(" / ", inner) + ")";
+        if (n > 0) e = "(" + e + tag(" % ", g.ks[n]->i[1]) + ")";
+        m[g.ks[n]] = e;
+      }
+      return m;
+    };
+    std::unordered_map<const NodeData*, std::string> at_a = k_at("gk"), at_b = k_at("gk");
+    at_a[g.i] = "gi";
+    at_b[g.j] = "gj";
+    Scope* step = open_scope(block, tag("for (int64_t tk0 = 0; tk0 < ", K) + tag("; tk0 += ", TK) + ") {");
+    // A's panel: consecutive threads take consecutive k of a row (A is usually a row-major M x K); stored k-major so
+    // the multiply reads a row step's TM values in a run.
+    step->lines.push_back(tag("for (int64_t e = lx; e < ", TM * TK) + tag("; e += ", threads) + ") {");
+    step->lines.push_back(tag("  const int64_t gi = ti0 + e / ", TK) + tag(", gk = tk0 + e % ", TK) + ";");
+    step->lines.push_back(tag("  tsa[e % ", TK) + tag(" * ", TM) + tag(" + e / ", TK) + tag("] = gi < ", M) +
+                          tag(" && gk < ", K) + " ? " + value_c(g.a, at_a) + " : 0.0f;");
+    step->lines.push_back("}");
+    // B's panel: consecutive threads take consecutive columns (B is usually a row-major K x N).
+    step->lines.push_back(tag("for (int64_t e = lx; e < ", TK * TN) + tag("; e += ", threads) + ") {");
+    step->lines.push_back(tag("  const int64_t gj = tj0 + e % ", TN) + tag(", gk = tk0 + e / ", TN) + ";");
+    step->lines.push_back(tag("  tsb[e] = gj < ", N) + tag(" && gk < ", K) + " ? " + value_c(g.b, at_b) + " : 0.0f;");
+    step->lines.push_back("}");
+    step->lines.push_back("HCQ_BARRIER();");
+    step->lines.push_back(tag("for (int64_t kk = 0; kk < ", TK) + "; ++kk) {");
+    step->lines.push_back(tag("  float ta[", R) + tag("], tb[", R) + "];");
+    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) ta[u] = tsa[kk * ", TM) +
+                          tag(" + ty * ", R) + " + u];");
+    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) tb[u] = tsb[kk * ", TN) +
+                          tag(" + tx * ", R) + " + u];");
+    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) for (int64_t v = 0; v < ", R) +
+                          "; ++v) tacc[u][v] += ta[u] * tb[v];");
+    step->lines.push_back("}");
+    step->lines.push_back("HCQ_BARRIER();");
+    close(step);
+    // The epilogue, per sum this thread holds: the reduce's value there, the rest of the kernel after it.
+    Scope* rows = open_scope(block, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
+    Scope* cols = open_scope(rows, tag("for (int64_t tv = 0; tv < ", R) + "; ++tv) {");
+    cols->lines.push_back(tag("const int64_t ei = ti0 + ty * ", R) + tag(" + tu, ej = tj0 + tx * ", R) + " + tv;");
+    Scope* inside = open_scope(cols, tag("if (ei < ", M) + tag(" && ej < ", N) + ") {");
+    names_[g.i] = "ei";
+    names_[g.j] = "ej";
+    range_scope_[g.i] = range_scope_[g.j] = inside;
+    names_[g.reduce] = "tacc[tu][tv]";
+    return inside;
   }
 
   // Grouped reduces (tinygrad's GROUP): when a reduce kernel has few outputs and long reduces, the threads of one
@@ -1776,9 +1923,15 @@ class CRenderer {
     int64_t extent, inner;
   };
   std::vector<MergedPart> merged_parts_;  // outermost first
-  bool group_ = false;                    // GPU: the workgroup's threads share each output (grouped reduces)
-  int64_t group_size_ = 1;                // threads per workgroup then
-  std::vector<std::string> shared_;       // HCQ_SHARED declarations, at the top of the body
+  // GPU: a product tiled through shared memory (choose_gpu_tile): its rows, columns, reduce ranges and operands.
+  struct GpuTile {
+    const NodeData *i = nullptr, *j = nullptr, *reduce = nullptr, *a = nullptr, *b = nullptr;
+    std::vector<const NodeData*> ks;
+  };
+  GpuTile gtile_;
+  bool group_ = false;               // GPU: the workgroup's threads share each output (grouped reduces)
+  int64_t group_size_ = 1;           // threads per workgroup then
+  std::vector<std::string> shared_;  // HCQ_SHARED declarations, at the top of the body
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;
