@@ -153,6 +153,53 @@ std::optional<GpuView::Range> GpuView::find(uint64_t va) const {
 
 // ---- the cache ----------------------------------------------------------------------------------------------------
 
+namespace {
+
+// The bytes of a line that differ from its snapshot, stored one by one into memory at `dst`, so that another agent's
+// writes to the rest of the page stay (a cache's byte masks). Not instrumented by ThreadSanitizer: this is the GPU's
+// L2 writing memory, ordered by the command that wrote it back (as the pwrite it replaced was invisible to TSan).
+__attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, const std::byte* old, std::byte* dst) {
+  for (uint64_t w = 0; w < kPage; w += 8) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, now + w, 8);
+    std::memcpy(&b, old + w, 8);
+    if (a == b) continue;
+    for (uint64_t k = w; k < w + 8; ++k)
+      if (now[k] != old[k]) dst[k] = now[k];
+  }
+}
+
+// The same through the memfd, one pwrite per run of changed bytes: when no window onto memory could be mapped.
+void pwrite_changed(const std::byte* now, const std::byte* old, int fd, uint64_t offset) {
+  for (uint64_t b = 0; b < kPage;) {
+    if (now[b] == old[b]) {
+      ++b;
+      continue;
+    }
+    uint64_t e = b + 1;
+    while (e < kPage && now[e] != old[e]) ++e;
+    const ssize_t n = ::pwrite(fd, now + b, e - b, static_cast<off_t>(offset + b));
+    (void)n;  // a memfd write within its size does not fail short
+    b = e;
+  }
+}
+
+// The bytes of the line `line` (in the mirror) that no kernel changed since `old` was taken take memory's values. Byte
+// by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it changed
+// meanwhile is dirty and stays. Not instrumented by ThreadSanitizer, as store_changed: memory is read as the cache
+// would read it, and the line is the kernels' memory.
+__attribute__((no_sanitize("thread"))) void follow_memory(const std::byte* memory, std::byte* line, std::byte* old) {
+  if (std::memcmp(memory, old, kPage) == 0) return;  // memory unchanged since the fill: nothing to follow
+  for (uint64_t b = 0; b < kPage; ++b) {
+    if (memory[b] == old[b]) continue;
+    std::byte expected = old[b];
+    if (std::atomic_ref<std::byte>(line[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
+      old[b] = memory[b];
+  }
+}
+
+}  // namespace
+
 bool GpuView::cache_fill(uintptr_t host) {
   if (!in_mirror(reinterpret_cast<const void*>(host))) return false;
   const uint64_t page = va_of(reinterpret_cast<const void*>(host)) & ~(kPage - 1);
@@ -160,12 +207,13 @@ bool GpuView::cache_fill(uintptr_t host) {
   if (!cache_) return false;
   const Range* r = find_locked(page);
   if (!r || !r->writable) return false;
-  for (size_t i = 0; i < nlines_; ++i)
-    if (lines_[i].va == page) return true;          // another thread filled it meanwhile: retry into it
-  if (nlines_ == kLines) writeback_line_locked(0);  // full: a line goes to memory to make room
+  for (size_t i = nlines_; i-- > 0;)
+    if (lines_[i].va == page) return true;  // another thread filled it meanwhile: retry into it
+  // Full: the oldest lines go to memory to make room.
+  if (nlines_ == kLines) writeback_locked([](size_t i) { return i < kEvictLines; });
   Line line{page, r->fd, r->offset + (page - r->va), free_slots_[kLines - nlines_ - 1]};
   std::byte* p = at(page);
-  std::byte* slot = pool_ + uint64_t{line.slot} * kPage;
+  std::byte* slot = slot_bytes(line);
   // The page is read-only in the mirror until the slot replaces it: a kernel writing it meanwhile waits for the lock.
   std::memcpy(slot, p, kPage);
   std::memcpy(snapshot(line), slot, kPage);
@@ -176,63 +224,85 @@ bool GpuView::cache_fill(uintptr_t host) {
   return true;
 }
 
-void GpuView::writeback_line_locked(size_t i) {
-  const Line line = lines_[i];
-  // The line turns read-only first: a kernel writing it from now on faults and waits for the lock, so no write can
-  // fall between the compare below and the remap. Kernels still read the line, not memory, until memory holds its
-  // bytes: remapping memory first would let a kernel of this GPU read, in between, memory without the writes an
-  // earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that while
-  // kernels run).
-  ::mprotect(at(line.va), kPage, PROT_READ);
-  const std::byte* p = pool_ + uint64_t{line.slot} * kPage;
-  const std::byte* old = snapshot(line);
-  for (uint64_t b = 0; b < kPage;) {
-    if (p[b] == old[b]) {
-      ++b;
-      continue;
+template <class Fn>
+void GpuView::for_each_run_locked(size_t n, Fn fn) {
+  std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n),
+            [&](uint32_t a, uint32_t b) { return lines_[a].va < lines_[b].va; });
+  for (size_t first = 0; first < n;) {
+    size_t count = 1;
+    for (; first + count < n; ++count) {
+      const Line& prev = lines_[order_[first + count - 1]];
+      const Line& next = lines_[order_[first + count]];
+      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage) break;
     }
-    uint64_t e = b + 1;
-    while (e < kPage && p[e] != old[e]) ++e;
-    const ssize_t n = ::pwrite(line.fd, p + b, e - b, static_cast<off_t>(line.offset + b));
-    (void)n;  // a memfd write within its size does not fail short
-    b = e;
+    fn(first, count);
+    first += count;
   }
-  ::mmap(at(line.va), kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
-  --nlines_;
-  free_slots_[kLines - nlines_ - 1] = line.slot;
-  lines_[i] = lines_[nlines_];
+}
+
+template <class Pick>
+void GpuView::writeback_locked(Pick pick) {
+  size_t n = 0;
+  for (size_t i = 0; i < nlines_; ++i)
+    if (pick(i)) order_[n++] = static_cast<uint32_t>(i);
+  if (n == 0) return;
+  // A run of lines at a time (the pages of a buffer a kernel wrote): a few system calls per run, not per page.
+  for_each_run_locked(n, [&](size_t first, size_t count) {
+    const Line& head = lines_[order_[first]];
+    const uint64_t bytes = count * kPage;
+    const auto offset = static_cast<off_t>(head.offset);
+    std::byte* p = at(head.va);
+    // The lines turn read-only first: a kernel writing one from now on faults and waits for the lock, so no write can
+    // fall between the compare below and the remap. Kernels still read the lines, not memory, until memory holds
+    // their bytes: remapping memory first would let a kernel of this GPU read, in between, memory without the writes
+    // an earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that
+    // while kernels run).
+    ::mprotect(p, bytes, PROT_READ);
+    // Memory through a window of the simulator's own: the changed bytes are stored there directly.
+    void* w = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, head.fd, offset);
+    for (size_t k = 0; k < count; ++k) {
+      const Line& line = lines_[order_[first + k]];
+      if (w != MAP_FAILED) store_changed(slot_bytes(line), snapshot(line), static_cast<std::byte*>(w) + k * kPage);
+      else pwrite_changed(slot_bytes(line), snapshot(line), line.fd, line.offset);
+    }
+    if (w != MAP_FAILED) ::munmap(w, bytes);
+    ::mmap(p, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, head.fd, offset);
+  });
+  // Drop them: their slots are free again, and the lines left keep their order (the oldest first, for eviction).
+  for (size_t k = 0; k < n; ++k) {
+    Line& line = lines_[order_[k]];
+    free_slots_[kLines - nlines_ + k] = line.slot;
+    line.fd = -1;
+  }
+  nlines_ = static_cast<size_t>(
+      std::remove_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
+                     [](const Line& l) { return l.fd < 0; }) -
+      lines_.begin());
 }
 
 void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
-  for (size_t i = 0; i < nlines_;) {
-    if (lines_[i].va >= va && lines_[i].va - va < size) writeback_line_locked(i);
-    else ++i;
-  }
+  writeback_locked([&](size_t i) { return lines_[i].va >= va && lines_[i].va - va < size; });
 }
 
 void GpuView::writeback() {
   Lock lock(*this);
-  while (nlines_) writeback_line_locked(nlines_ - 1);
+  writeback_locked([](size_t) { return true; });
 }
 
 void GpuView::refresh_clean_bytes() {
   Lock lock(*this);
-  alignas(64) std::byte memory[kPage];
-  for (size_t i = 0; i < nlines_; ++i) {
-    const Line& line = lines_[i];
-    if (::pread(line.fd, memory, kPage, static_cast<off_t>(line.offset)) != static_cast<ssize_t>(kPage)) continue;
-    std::byte* p = at(line.va);
-    std::byte* old = snapshot(line);
-    if (std::memcmp(memory, old, kPage) == 0) continue;  // memory unchanged since the fill: nothing to follow
-    // Byte by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it
-    // changed meanwhile is dirty and stays.
-    for (uint64_t b = 0; b < kPage; ++b) {
-      if (memory[b] == old[b]) continue;
-      std::byte expected = old[b];
-      if (std::atomic_ref<std::byte>(p[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
-        old[b] = memory[b];
+  for (size_t i = 0; i < nlines_; ++i) order_[i] = static_cast<uint32_t>(i);
+  for_each_run_locked(nlines_, [&](size_t first, size_t count) {
+    const Line& head = lines_[order_[first]];
+    const uint64_t bytes = count * kPage;
+    void* w = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, head.fd, static_cast<off_t>(head.offset));
+    if (w == MAP_FAILED) return;  // no window onto memory: these lines keep their clean bytes until the next kernel
+    for (size_t k = 0; k < count; ++k) {
+      const Line& line = lines_[order_[first + k]];
+      follow_memory(static_cast<const std::byte*>(w) + k * kPage, at(line.va), snapshot(line));
     }
-  }
+    ::munmap(w, bytes);
+  });
 }
 
 size_t GpuView::dirty_lines() const {

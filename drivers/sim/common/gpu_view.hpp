@@ -99,6 +99,9 @@ class GpuView {
 
   // ---- the write-back cache
   static constexpr size_t kLines = 4096;  // 16 MiB of 4 KiB lines: a GPU's L2
+  // A full cache writes back its oldest lines, this many at once (256 KiB), to make room: one system call per run of
+  // adjacent pages rather than per page, as a GPU writing a large buffer evicts in streams.
+  static constexpr size_t kEvictLines = 64;
   // Turns the cache on (before anything is mapped): from then on a kernel's writes wait in it for a writeback.
   void enable_cache();
   bool cache_enabled() const { return cache_; }
@@ -136,8 +139,15 @@ class GpuView {
   bool map_locked(const Range& r);
   void unmap_locked(uint64_t va, uint64_t size);
   const Range* find_locked(uint64_t va) const;
-  void writeback_line_locked(size_t i);  // and drops it (the last line moves into its slot)
+  // Writes back the lines_[i] for which pick(i) holds and drops them (the others keep their order: oldest first).
+  template <class Pick>
+  void writeback_locked(Pick pick);
   void writeback_range_locked(uint64_t va, uint64_t size);
+  // Puts lines_[order_[0, n)] in VA order and calls fn(first, count) for each run of them that shows adjacent pages
+  // of one memfd at adjacent offsets (order_[first, first + count)): what one mapping covers.
+  template <class Fn>
+  void for_each_run_locked(size_t n, Fn fn);
+  std::byte* slot_bytes(const Line& l) const { return pool_ + uint64_t{l.slot} * 4096; }
   std::byte* snapshot(const Line& l) const { return snapshots_ + uint64_t{l.slot} * 4096; }
 
   uint64_t base_ = 0, size_ = 0;
@@ -148,6 +158,7 @@ class GpuView {
   std::array<Line, kLines> lines_{};
   size_t nlines_ = 0;
   std::array<uint32_t, kLines> free_slots_{};  // the slots no line holds: free_slots_[0, kLines - nlines_)
+  std::array<uint32_t, kLines> order_{};       // scratch for for_each_run_locked (no allocation in the SIGSEGV handler)
   int pool_fd_ = -1;                           // the lines' bytes: kLines pages
   std::byte* pool_ = nullptr;                  // the simulator's own mapping of them
   std::byte* snapshots_ = nullptr;             // kLines pages: each slot's bytes when its line was filled
