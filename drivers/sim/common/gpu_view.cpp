@@ -274,10 +274,9 @@ void GpuView::writeback_locked(Pick pick) {
     free_slots_[kLines - nlines_ + k] = line.slot;
     line.fd = -1;
   }
-  nlines_ = static_cast<size_t>(
-      std::remove_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
-                     [](const Line& l) { return l.fd < 0; }) -
-      lines_.begin());
+  nlines_ = static_cast<size_t>(std::remove_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
+                                               [](const Line& l) { return l.fd < 0; }) -
+                                lines_.begin());
 }
 
 void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
