@@ -207,6 +207,30 @@ TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
   EXPECT_EQ(memory(3), 0x33u);
 }
 
+// A write fault fills the clean pages beside its line too (its 64 KiB block, within the mapping): they hold no bytes a
+// kernel changed, so they follow memory before the next kernel and the writeback leaves what the host wrote to them
+// meanwhile; a later write to one of them is written back like any other.
+TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));
+  EXPECT_EQ(view_.dirty_lines(), 1u);
+  auto* host = reinterpret_cast<uint32_t*>(mem_.host);
+  host[kPage / 4 + 1] = 0x77;   // page 1, beside the written line, after the fill
+  view_.refresh_clean_bytes();  // what every kernel starts with
+  EXPECT_FALSE(access(kBase + kPage + 4, Op::read));
+  EXPECT_EQ(seen_, 0x77u);
+  EXPECT_FALSE(access(kBase + 3 * kPage, Op::write));
+  EXPECT_EQ(view_.dirty_lines(), 2u);
+  EXPECT_EQ(memory(3 * kPage / 4), 3 * kPage / 4);  // not in memory before the writeback
+  host[2 * kPage / 4] = 0x99;                       // page 2, clean in the cache, during the kernel
+  view_.writeback();
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+  EXPECT_EQ(memory(2), 0xfeedu);
+  EXPECT_EQ(memory(3 * kPage / 4), 0xfeedu);
+  EXPECT_EQ(memory(kPage / 4 + 1), 0x77u);
+  EXPECT_EQ(memory(2 * kPage / 4), 0x99u);
+  EXPECT_EQ(memory(2 * kPage / 4 + 1), 2 * kPage / 4 + 1);
+}
+
 TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   ASSERT_TRUE(view_.map({kBase + 8 * kPage, kPage, mem_.fd, 0, false, false}));
   auto f = access(kBase + 8 * kPage + 4, Op::write);

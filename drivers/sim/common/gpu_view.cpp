@@ -3,6 +3,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -58,7 +62,9 @@ void GpuView::enable_cache() {
   snapshots_ = static_cast<std::byte*>(p);
   pool_fd_ = pool->fd;
   pool_ = pool->host;
-  for (uint32_t i = 0; i < kLines; ++i) free_slots_[i] = i;
+  for (uint32_t b = 0; b < kBlocks; ++b) free_blocks_[b] = b;
+  nfree_blocks_ = kBlocks;
+  is_line_.assign((size_ / kPage + 63) / 64, 0);
   cache_ = true;
 }
 
@@ -155,10 +161,33 @@ std::optional<GpuView::Range> GpuView::find(uint64_t va) const {
 
 namespace {
 
+#if defined(__x86_64__)
+// 64 bytes at a time with AVX-512's byte-masked store: a byte outside the mask is not written at all, as a cache's
+// byte mask leaves it.
+__attribute__((target("avx512f,avx512bw"), no_sanitize("thread"))) void store_changed_masked(const std::byte* now,
+                                                                                             const std::byte* old,
+                                                                                             std::byte* dst) {
+  for (uint64_t b = 0; b < kPage; b += 64) {
+    const __m512i n = _mm512_loadu_si512(now + b), o = _mm512_loadu_si512(old + b);
+    const __mmask64 changed = _mm512_cmpneq_epi8_mask(n, o);
+    if (changed) _mm512_mask_storeu_epi8(dst + b, changed, n);
+  }
+}
+bool has_masked_stores() {
+  __builtin_cpu_init();  // this runs as a static initializer, perhaps before libgcc's own
+  return __builtin_cpu_supports("avx512bw");
+}
+// Read once at start-up: store_changed runs in the SIGSEGV handler (an eviction), where a guarded static may not be.
+const bool kMaskedStores = has_masked_stores();
+#endif
+
 // The bytes of a line that differ from its snapshot, stored one by one into memory at `dst`, so that another agent's
 // writes to the rest of the page stay (a cache's byte masks). Not instrumented by ThreadSanitizer: this is the GPU's
 // L2 writing memory, ordered by the command that wrote it back (as the pwrite it replaced was invisible to TSan).
 __attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, const std::byte* old, std::byte* dst) {
+#if defined(__x86_64__)
+  if (kMaskedStores) return store_changed_masked(now, old, dst);
+#endif
   for (uint64_t w = 0; w < kPage; w += 8) {
     uint64_t a = 0, b = 0;
     std::memcpy(&a, now + w, 8);
@@ -207,20 +236,35 @@ bool GpuView::cache_fill(uintptr_t host) {
   if (!cache_) return false;
   const Range* r = find_locked(page);
   if (!r || !r->writable) return false;
-  for (size_t i = nlines_; i-- > 0;)
-    if (lines_[i].va == page) return true;  // another thread filled it meanwhile: retry into it
-  // Full: the oldest lines go to memory to make room.
-  if (nlines_ == kLines) writeback_locked([](size_t i) { return i < kEvictLines; });
-  Line line{page, r->fd, r->offset + (page - r->va), free_slots_[kLines - nlines_ - 1]};
-  std::byte* p = at(page);
-  std::byte* slot = slot_bytes(line);
-  // The page is read-only in the mirror until the slot replaces it: a kernel writing it meanwhile waits for the lock.
-  std::memcpy(slot, p, kPage);
-  std::memcpy(snapshot(line), slot, kPage);
-  if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, pool_fd_,
-             static_cast<off_t>(uint64_t{line.slot} * kPage)) == MAP_FAILED)
+  if (is_line(page)) return true;  // another thread filled it meanwhile: retry into it
+  // The lines to fill: the pages around this one that are in its aligned block and its mapping and in no line yet.
+  constexpr uint64_t kBlockBytes = kBlockLines * kPage;
+  const uint64_t block_va = page & ~(kBlockBytes - 1);
+  const uint64_t min_lo = std::max(block_va, r->va), max_hi = std::min(block_va + kBlockBytes, r->va + r->size);
+  uint64_t lo = page, hi = page + kPage;
+  while (lo > min_lo && !is_line(lo - kPage)) lo -= kPage;
+  while (hi < max_hi && !is_line(hi)) hi += kPage;
+  // Full: the oldest lines go to memory to make room, until a block is free.
+  while (nfree_blocks_ == 0) writeback_locked([](size_t i) { return i < kEvictLines; });
+  const uint32_t block = free_blocks_[--nfree_blocks_];
+  const auto first_slot = static_cast<uint32_t>(block * kBlockLines + (lo - block_va) / kPage);
+  std::byte* p = at(lo);
+  std::byte* slots = pool_ + uint64_t{first_slot} * kPage;
+  // The pages are read-only in the mirror until the slots replace them: a kernel writing one meanwhile waits for the
+  // lock.
+  std::memcpy(slots, p, hi - lo);
+  std::memcpy(snapshots_ + uint64_t{first_slot} * kPage, slots, hi - lo);
+  // Populated: the write that faulted retries without a second (page-table) fault.
+  if (::mmap(p, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, pool_fd_,
+             static_cast<off_t>(uint64_t{first_slot} * kPage)) == MAP_FAILED) {
+    free_blocks_[nfree_blocks_++] = block;
     return false;  // the OS refused the mapping (out of map areas): the write stays the kernel's fault, not lost
-  lines_[nlines_++] = line;
+  }
+  for (uint64_t v = lo; v < hi; v += kPage) {
+    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), static_cast<uint32_t>(first_slot + (v - lo) / kPage)};
+    set_line(v, true);
+  }
+  block_lines_[block] = static_cast<uint32_t>((hi - lo) / kPage);
   return true;
 }
 
@@ -271,7 +315,9 @@ void GpuView::writeback_locked(Pick pick) {
   // Drop them: their slots are free again, and the lines left keep their order (the oldest first, for eviction).
   for (size_t k = 0; k < n; ++k) {
     Line& line = lines_[order_[k]];
-    free_slots_[kLines - nlines_ + k] = line.slot;
+    const uint32_t block = line.slot / kBlockLines;
+    if (--block_lines_[block] == 0) free_blocks_[nfree_blocks_++] = block;
+    set_line(line.va, false);
     line.fd = -1;
   }
   nlines_ = static_cast<size_t>(std::remove_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
@@ -306,7 +352,9 @@ void GpuView::refresh_clean_bytes() {
 
 size_t GpuView::dirty_lines() const {
   Lock lock(*this);
-  return nlines_;
+  return static_cast<size_t>(
+      std::count_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
+                    [&](const Line& l) { return std::memcmp(slot_bytes(l), snapshot(l), kPage) != 0; }));
 }
 
 }  // namespace hcq::sim

@@ -99,6 +99,10 @@ class GpuView {
 
   // ---- the write-back cache
   static constexpr size_t kLines = 4096;  // 16 MiB of 4 KiB lines: a GPU's L2
+  // A write fault fills the line it hit and the clean pages next to it within its aligned 64 KiB block and its mapping
+  // at once (one fault and one mmap for up to 16 lines): a kernel writing a buffer writes its neighbours next.
+  static constexpr size_t kBlockLines = 16;
+  static constexpr size_t kBlocks = kLines / kBlockLines;
   // A full cache writes back its oldest lines, this many at once (256 KiB), to make room: one system call per run of
   // adjacent pages rather than per page, as a GPU writing a large buffer evicts in streams.
   static constexpr size_t kEvictLines = 64;
@@ -115,6 +119,7 @@ class GpuView {
   // is 64-128 bytes on hardware, a line here a page: without this, another engine's write to a different part of
   // the page would be hidden behind the line. (A byte a kernel rewrote with its old value counts as unchanged.)
   void refresh_clean_bytes();
+  // The lines holding bytes a kernel changed (a line filled beside a written one holds none until it is written).
   size_t dirty_lines() const;
 
  private:
@@ -157,11 +162,22 @@ class GpuView {
   bool cache_ = false;
   std::array<Line, kLines> lines_{};
   size_t nlines_ = 0;
-  std::array<uint32_t, kLines> free_slots_{};  // the slots no line holds: free_slots_[0, kLines - nlines_)
-  std::array<uint32_t, kLines> order_{};       // scratch for for_each_run_locked (no allocation in the SIGSEGV handler)
-  int pool_fd_ = -1;                           // the lines' bytes: kLines pages
-  std::byte* pool_ = nullptr;                  // the simulator's own mapping of them
-  std::byte* snapshots_ = nullptr;             // kLines pages: each slot's bytes when its line was filled
+  // The slots, kBlockLines to a block: the blocks no line holds are free_blocks_[0, nfree_blocks_); a line of the page
+  // at block offset k of a block b has slot b * kBlockLines + k, so a fill's lines are adjacent in the pool.
+  std::array<uint32_t, kBlocks> free_blocks_{};
+  size_t nfree_blocks_ = 0;
+  std::array<uint32_t, kBlocks> block_lines_{};  // how many lines each block holds
+  std::array<uint32_t, kLines> order_{};  // scratch for for_each_run_locked (no allocation in the SIGSEGV handler)
+  std::vector<uint64_t> is_line_;         // a bit per page of the mirror: whether a line holds it
+  bool is_line(uint64_t va) const { return is_line_[(va - base_) / 4096 / 64] >> ((va - base_) / 4096 % 64) & 1; }
+  void set_line(uint64_t va, bool on) {
+    const uint64_t bit = uint64_t{1} << ((va - base_) / 4096 % 64);
+    uint64_t& word = is_line_[(va - base_) / 4096 / 64];
+    word = on ? word | bit : word & ~bit;
+  }
+  int pool_fd_ = -1;                // the lines' bytes: kLines pages
+  std::byte* pool_ = nullptr;       // the simulator's own mapping of them
+  std::byte* snapshots_ = nullptr;  // kLines pages: each slot's bytes when its line was filled
 };
 
 }  // namespace hcq::sim
