@@ -288,7 +288,7 @@ TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
   EXPECT_EQ(memory(4), loop.writes);
 }
 
-// A full cache writes a line back to make room, as an L2 evicts; unmapping writes a range's lines back.
+// A full cache writes its oldest lines back to make room, as an L2 evicts; unmapping writes a range's lines back.
 TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;
   auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);

@@ -18,12 +18,15 @@
 // hardware. Kernels of the same GPU see each other's writes at once (one L2 per GPU). How: GPU-writable pages are
 // mapped read-only while clean; a kernel's first write to one faults (GuardedRun's handler calls cache_fill), which
 // copies the page into a slot of the cache's own memfd, keeps a snapshot of it and maps the slot in its place: the
-// "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map). A writeback compares each
-// line with its snapshot and writes only the bytes that changed to memory (so the host's own writes to the rest of
-// the page survive, as a cache's byte masks keep them), then maps the page clean again. Lines are pages; the cache
-// holds kLines of them and writes one back to make room when full; bytes of a line no kernel changed follow memory
-// (refresh_clean_bytes, before each kernel), as the untouched lines of a real cache would. Not modelled: stale clean lines (reads always see memory or
-// the GPU's own dirty lines), so a missing invalidate goes unnoticed.
+// "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map); the
+// fault fills the clean pages beside it in its 64 KiB block too (one mmap), lines with no changed bytes yet. A
+// writeback compares each line with its snapshot and stores only the bytes that changed into memory (so the host's
+// own writes to the rest of the page survive, as a cache's byte masks keep them), then maps the page clean again; it
+// works a run of adjacent lines at a time through a window onto memory (a few system calls a run, none a byte). Lines
+// are pages; the cache holds kLines of them and writes its kEvictLines oldest back to make room when full; bytes of a
+// line no kernel changed follow memory (refresh_clean_bytes, before each kernel), as the untouched lines of a real
+// cache would. Not modelled: stale clean lines (reads see memory, memory as of the kernel's start in a line, or the
+// GPU's own dirty bytes), so a missing invalidate goes unnoticed.
 //
 // Thread-safe: mappings change under a lock while kernels run on other mappings; a kernel touching memory that is
 // being unmapped faults, as it would on hardware. The lock is a spin lock because the SIGSEGV handler takes it.
