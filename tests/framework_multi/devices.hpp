@@ -26,10 +26,6 @@ inline std::string peer_device() {
   return d.substr(0, d.find(':')) + ":1";  // AMD:0 -> AMD:1
 }
 
-// Whether the suites run on GPUs (HCQ_DEVICE names one): they then keep to smaller sizes, a simulated GPU's memory
-// model taking about a second per 4 MiB allreduce.
-inline bool on_gpu() { return default_device().rfind("CPU", 0) != 0; }
-
 inline std::vector<std::string> devices(size_t n) {
   const std::string d = default_device();
   std::vector<std::string> out = {d, peer_device()};

@@ -207,6 +207,30 @@ TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
   EXPECT_EQ(memory(3), 0x33u);
 }
 
+// A write fault fills the clean pages beside its line too (its 64 KiB block, within the mapping): they hold no bytes a
+// kernel changed, so they follow memory before the next kernel and the writeback leaves what the host wrote to them
+// meanwhile; a later write to one of them is written back like any other.
+TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));
+  EXPECT_EQ(view_.dirty_lines(), 1u);
+  auto* host = reinterpret_cast<uint32_t*>(mem_.host);
+  host[kPage / 4 + 1] = 0x77;   // page 1, beside the written line, after the fill
+  view_.refresh_clean_bytes();  // what every kernel starts with
+  EXPECT_FALSE(access(kBase + kPage + 4, Op::read));
+  EXPECT_EQ(seen_, 0x77u);
+  EXPECT_FALSE(access(kBase + 3 * kPage, Op::write));
+  EXPECT_EQ(view_.dirty_lines(), 2u);
+  EXPECT_EQ(memory(3 * kPage / 4), 3 * kPage / 4);  // not in memory before the writeback
+  host[2 * kPage / 4] = 0x99;                       // page 2, clean in the cache, during the kernel
+  view_.writeback();
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+  EXPECT_EQ(memory(2), 0xfeedu);
+  EXPECT_EQ(memory(3 * kPage / 4), 0xfeedu);
+  EXPECT_EQ(memory(kPage / 4 + 1), 0x77u);
+  EXPECT_EQ(memory(2 * kPage / 4), 0x99u);
+  EXPECT_EQ(memory(2 * kPage / 4 + 1), 2 * kPage / 4 + 1);
+}
+
 TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   ASSERT_TRUE(view_.map({kBase + 8 * kPage, kPage, mem_.fd, 0, false, false}));
   auto f = access(kBase + 8 * kPage + 4, Op::write);
@@ -264,7 +288,7 @@ TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
   EXPECT_EQ(memory(4), loop.writes);
 }
 
-// A full cache writes a line back to make room, as an L2 evicts; unmapping writes a range's lines back.
+// A full cache writes its oldest lines back to make room, as an L2 evicts; unmapping writes a range's lines back.
 TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;
   auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);
@@ -282,10 +306,10 @@ TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
         for (uint64_t i = 0; i < x->pages; ++i) reinterpret_cast<volatile uint32_t*>(x->p + i * kPage)[0] = 7;
       },
       &ctx));
-  EXPECT_EQ(view_.dirty_lines(), GpuView::kLines);
-  uint64_t in_memory = 0;
-  for (uint64_t i = 0; i < pages; ++i) in_memory += reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0] == 7;
-  EXPECT_EQ(in_memory, 1u);  // the one line evicted
+  // The page that found the cache full evicted the oldest kEvictLines lines: the first pages written, and no others.
+  EXPECT_EQ(view_.dirty_lines(), GpuView::kLines - GpuView::kEvictLines + 1);
+  for (uint64_t i = 0; i < pages; ++i)
+    ASSERT_EQ(reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0], i < GpuView::kEvictLines ? 7u : 0u) << i;
   view_.unmap(va, pages * kPage);
   EXPECT_EQ(view_.dirty_lines(), 0u);
   for (uint64_t i = 0; i < pages; ++i) ASSERT_EQ(reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0], 7u) << i;

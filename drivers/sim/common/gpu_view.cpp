@@ -3,6 +3,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -58,7 +62,9 @@ void GpuView::enable_cache() {
   snapshots_ = static_cast<std::byte*>(p);
   pool_fd_ = pool->fd;
   pool_ = pool->host;
-  for (uint32_t i = 0; i < kLines; ++i) free_slots_[i] = i;
+  for (uint32_t b = 0; b < kBlocks; ++b) free_blocks_[b] = b;
+  nfree_blocks_ = kBlocks;
+  is_line_.assign((size_ / kPage + 63) / 64, 0);
   cache_ = true;
 }
 
@@ -153,6 +159,76 @@ std::optional<GpuView::Range> GpuView::find(uint64_t va) const {
 
 // ---- the cache ----------------------------------------------------------------------------------------------------
 
+namespace {
+
+#if defined(__x86_64__)
+// 64 bytes at a time with AVX-512's byte-masked store: a byte outside the mask is not written at all, as a cache's
+// byte mask leaves it.
+__attribute__((target("avx512f,avx512bw"), no_sanitize("thread"))) void store_changed_masked(const std::byte* now,
+                                                                                             const std::byte* old,
+                                                                                             std::byte* dst) {
+  for (uint64_t b = 0; b < kPage; b += 64) {
+    const __m512i n = _mm512_loadu_si512(now + b), o = _mm512_loadu_si512(old + b);
+    const __mmask64 changed = _mm512_cmpneq_epi8_mask(n, o);
+    if (changed) _mm512_mask_storeu_epi8(dst + b, changed, n);
+  }
+}
+bool has_masked_stores() {
+  __builtin_cpu_init();  // this runs as a static initializer, perhaps before libgcc's own
+  return __builtin_cpu_supports("avx512bw");
+}
+// Read once at start-up: store_changed runs in the SIGSEGV handler (an eviction), where a guarded static may not be.
+const bool kMaskedStores = has_masked_stores();
+#endif
+
+// The bytes of a line that differ from its snapshot, stored one by one into memory at `dst`, so that another agent's
+// writes to the rest of the page stay (a cache's byte masks). Not instrumented by ThreadSanitizer: this is the GPU's
+// L2 writing memory, ordered by the command that wrote it back (as the pwrite it replaced was invisible to TSan).
+__attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, const std::byte* old, std::byte* dst) {
+#if defined(__x86_64__)
+  if (kMaskedStores) return store_changed_masked(now, old, dst);
+#endif
+  for (uint64_t w = 0; w < kPage; w += 8) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, now + w, 8);
+    std::memcpy(&b, old + w, 8);
+    if (a == b) continue;
+    for (uint64_t k = w; k < w + 8; ++k)
+      if (now[k] != old[k]) dst[k] = now[k];
+  }
+}
+
+// The same through the memfd, one pwrite per run of changed bytes: when no window onto memory could be mapped.
+void pwrite_changed(const std::byte* now, const std::byte* old, int fd, uint64_t offset) {
+  for (uint64_t b = 0; b < kPage;) {
+    if (now[b] == old[b]) {
+      ++b;
+      continue;
+    }
+    uint64_t e = b + 1;
+    while (e < kPage && now[e] != old[e]) ++e;
+    const ssize_t n = ::pwrite(fd, now + b, e - b, static_cast<off_t>(offset + b));
+    (void)n;  // a memfd write within its size does not fail short
+    b = e;
+  }
+}
+
+// The bytes of the line `line` (in the mirror) that no kernel changed since `old` was taken take memory's values. Byte
+// by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it changed
+// meanwhile is dirty and stays. Not instrumented by ThreadSanitizer, as store_changed: memory is read as the cache
+// would read it, and the line is the kernels' memory.
+__attribute__((no_sanitize("thread"))) void follow_memory(const std::byte* memory, std::byte* line, std::byte* old) {
+  if (std::memcmp(memory, old, kPage) == 0) return;  // memory unchanged since the fill: nothing to follow
+  for (uint64_t b = 0; b < kPage; ++b) {
+    if (memory[b] == old[b]) continue;
+    std::byte expected = old[b];
+    if (std::atomic_ref<std::byte>(line[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
+      old[b] = memory[b];
+  }
+}
+
+}  // namespace
+
 bool GpuView::cache_fill(uintptr_t host) {
   if (!in_mirror(reinterpret_cast<const void*>(host))) return false;
   const uint64_t page = va_of(reinterpret_cast<const void*>(host)) & ~(kPage - 1);
@@ -160,84 +236,125 @@ bool GpuView::cache_fill(uintptr_t host) {
   if (!cache_) return false;
   const Range* r = find_locked(page);
   if (!r || !r->writable) return false;
-  for (size_t i = 0; i < nlines_; ++i)
-    if (lines_[i].va == page) return true;          // another thread filled it meanwhile: retry into it
-  if (nlines_ == kLines) writeback_line_locked(0);  // full: a line goes to memory to make room
-  Line line{page, r->fd, r->offset + (page - r->va), free_slots_[kLines - nlines_ - 1]};
-  std::byte* p = at(page);
-  std::byte* slot = pool_ + uint64_t{line.slot} * kPage;
-  // The page is read-only in the mirror until the slot replaces it: a kernel writing it meanwhile waits for the lock.
-  std::memcpy(slot, p, kPage);
-  std::memcpy(snapshot(line), slot, kPage);
-  if (::mmap(p, kPage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, pool_fd_,
-             static_cast<off_t>(uint64_t{line.slot} * kPage)) == MAP_FAILED)
+  if (is_line(page)) return true;  // another thread filled it meanwhile: retry into it
+  // The lines to fill: the pages around this one that are in its aligned block and its mapping and in no line yet.
+  constexpr uint64_t kBlockBytes = kBlockLines * kPage;
+  const uint64_t block_va = page & ~(kBlockBytes - 1);
+  const uint64_t min_lo = std::max(block_va, r->va), max_hi = std::min(block_va + kBlockBytes, r->va + r->size);
+  uint64_t lo = page, hi = page + kPage;
+  while (lo > min_lo && !is_line(lo - kPage)) lo -= kPage;
+  while (hi < max_hi && !is_line(hi)) hi += kPage;
+  // Full: the oldest lines go to memory to make room, until a block is free.
+  while (nfree_blocks_ == 0) writeback_locked([](size_t i) { return i < kEvictLines; });
+  const uint32_t block = free_blocks_[--nfree_blocks_];
+  const auto first_slot = static_cast<uint32_t>(block * kBlockLines + (lo - block_va) / kPage);
+  std::byte* p = at(lo);
+  std::byte* slots = pool_ + uint64_t{first_slot} * kPage;
+  // The pages are read-only in the mirror until the slots replace them: a kernel writing one meanwhile waits for the
+  // lock.
+  std::memcpy(slots, p, hi - lo);
+  std::memcpy(snapshots_ + uint64_t{first_slot} * kPage, slots, hi - lo);
+  // Populated: the write that faulted retries without a second (page-table) fault.
+  if (::mmap(p, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE, pool_fd_,
+             static_cast<off_t>(uint64_t{first_slot} * kPage)) == MAP_FAILED) {
+    free_blocks_[nfree_blocks_++] = block;
     return false;  // the OS refused the mapping (out of map areas): the write stays the kernel's fault, not lost
-  lines_[nlines_++] = line;
+  }
+  for (uint64_t v = lo; v < hi; v += kPage) {
+    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), static_cast<uint32_t>(first_slot + (v - lo) / kPage)};
+    set_line(v, true);
+  }
+  block_lines_[block] = static_cast<uint32_t>((hi - lo) / kPage);
   return true;
 }
 
-void GpuView::writeback_line_locked(size_t i) {
-  const Line line = lines_[i];
-  // The line turns read-only first: a kernel writing it from now on faults and waits for the lock, so no write can
-  // fall between the compare below and the remap. Kernels still read the line, not memory, until memory holds its
-  // bytes: remapping memory first would let a kernel of this GPU read, in between, memory without the writes an
-  // earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that while
-  // kernels run).
-  ::mprotect(at(line.va), kPage, PROT_READ);
-  const std::byte* p = pool_ + uint64_t{line.slot} * kPage;
-  const std::byte* old = snapshot(line);
-  for (uint64_t b = 0; b < kPage;) {
-    if (p[b] == old[b]) {
-      ++b;
-      continue;
+template <class Fn>
+void GpuView::for_each_run_locked(size_t n, Fn fn) {
+  std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n),
+            [&](uint32_t a, uint32_t b) { return lines_[a].va < lines_[b].va; });
+  for (size_t first = 0; first < n;) {
+    size_t count = 1;
+    for (; first + count < n; ++count) {
+      const Line& prev = lines_[order_[first + count - 1]];
+      const Line& next = lines_[order_[first + count]];
+      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage) break;
     }
-    uint64_t e = b + 1;
-    while (e < kPage && p[e] != old[e]) ++e;
-    const ssize_t n = ::pwrite(line.fd, p + b, e - b, static_cast<off_t>(line.offset + b));
-    (void)n;  // a memfd write within its size does not fail short
-    b = e;
+    fn(first, count);
+    first += count;
   }
-  ::mmap(at(line.va), kPage, PROT_READ, MAP_SHARED | MAP_FIXED, line.fd, static_cast<off_t>(line.offset));
-  --nlines_;
-  free_slots_[kLines - nlines_ - 1] = line.slot;
-  lines_[i] = lines_[nlines_];
+}
+
+template <class Pick>
+void GpuView::writeback_locked(Pick pick) {
+  size_t n = 0;
+  for (size_t i = 0; i < nlines_; ++i)
+    if (pick(i)) order_[n++] = static_cast<uint32_t>(i);
+  if (n == 0) return;
+  // A run of lines at a time (the pages of a buffer a kernel wrote): a few system calls per run, not per page.
+  for_each_run_locked(n, [&](size_t first, size_t count) {
+    const Line& head = lines_[order_[first]];
+    const uint64_t bytes = count * kPage;
+    const auto offset = static_cast<off_t>(head.offset);
+    std::byte* p = at(head.va);
+    // The lines turn read-only first: a kernel writing one from now on faults and waits for the lock, so no write can
+    // fall between the compare below and the remap. Kernels still read the lines, not memory, until memory holds
+    // their bytes: remapping memory first would let a kernel of this GPU read, in between, memory without the writes
+    // an earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that
+    // while kernels run).
+    ::mprotect(p, bytes, PROT_READ);
+    // Memory through a window of the simulator's own: the changed bytes are stored there directly.
+    void* w = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, head.fd, offset);
+    for (size_t k = 0; k < count; ++k) {
+      const Line& line = lines_[order_[first + k]];
+      if (w != MAP_FAILED) store_changed(slot_bytes(line), snapshot(line), static_cast<std::byte*>(w) + k * kPage);
+      else pwrite_changed(slot_bytes(line), snapshot(line), line.fd, line.offset);
+    }
+    if (w != MAP_FAILED) ::munmap(w, bytes);
+    ::mmap(p, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, head.fd, offset);
+  });
+  // Drop them: their slots are free again, and the lines left keep their order (the oldest first, for eviction).
+  for (size_t k = 0; k < n; ++k) {
+    Line& line = lines_[order_[k]];
+    const uint32_t block = line.slot / kBlockLines;
+    if (--block_lines_[block] == 0) free_blocks_[nfree_blocks_++] = block;
+    set_line(line.va, false);
+    line.fd = -1;
+  }
+  nlines_ = static_cast<size_t>(std::remove_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
+                                               [](const Line& l) { return l.fd < 0; }) -
+                                lines_.begin());
 }
 
 void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
-  for (size_t i = 0; i < nlines_;) {
-    if (lines_[i].va >= va && lines_[i].va - va < size) writeback_line_locked(i);
-    else ++i;
-  }
+  writeback_locked([&](size_t i) { return lines_[i].va >= va && lines_[i].va - va < size; });
 }
 
 void GpuView::writeback() {
   Lock lock(*this);
-  while (nlines_) writeback_line_locked(nlines_ - 1);
+  writeback_locked([](size_t) { return true; });
 }
 
 void GpuView::refresh_clean_bytes() {
   Lock lock(*this);
-  alignas(64) std::byte memory[kPage];
-  for (size_t i = 0; i < nlines_; ++i) {
-    const Line& line = lines_[i];
-    if (::pread(line.fd, memory, kPage, static_cast<off_t>(line.offset)) != static_cast<ssize_t>(kPage)) continue;
-    std::byte* p = at(line.va);
-    std::byte* old = snapshot(line);
-    if (std::memcmp(memory, old, kPage) == 0) continue;  // memory unchanged since the fill: nothing to follow
-    // Byte by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it
-    // changed meanwhile is dirty and stays.
-    for (uint64_t b = 0; b < kPage; ++b) {
-      if (memory[b] == old[b]) continue;
-      std::byte expected = old[b];
-      if (std::atomic_ref<std::byte>(p[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
-        old[b] = memory[b];
+  for (size_t i = 0; i < nlines_; ++i) order_[i] = static_cast<uint32_t>(i);
+  for_each_run_locked(nlines_, [&](size_t first, size_t count) {
+    const Line& head = lines_[order_[first]];
+    const uint64_t bytes = count * kPage;
+    void* w = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, head.fd, static_cast<off_t>(head.offset));
+    if (w == MAP_FAILED) return;  // no window onto memory: these lines keep their clean bytes until the next kernel
+    for (size_t k = 0; k < count; ++k) {
+      const Line& line = lines_[order_[first + k]];
+      follow_memory(static_cast<const std::byte*>(w) + k * kPage, at(line.va), snapshot(line));
     }
-  }
+    ::munmap(w, bytes);
+  });
 }
 
 size_t GpuView::dirty_lines() const {
   Lock lock(*this);
-  return nlines_;
+  return static_cast<size_t>(
+      std::count_if(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(nlines_),
+                    [&](const Line& l) { return std::memcmp(slot_bytes(l), snapshot(l), kPage) != 0; }));
 }
 
 }  // namespace hcq::sim

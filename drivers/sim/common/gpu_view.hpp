@@ -18,12 +18,15 @@
 // hardware. Kernels of the same GPU see each other's writes at once (one L2 per GPU). How: GPU-writable pages are
 // mapped read-only while clean; a kernel's first write to one faults (GuardedRun's handler calls cache_fill), which
 // copies the page into a slot of the cache's own memfd, keeps a snapshot of it and maps the slot in its place: the
-// "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map). A writeback compares each
-// line with its snapshot and writes only the bytes that changed to memory (so the host's own writes to the rest of
-// the page survive, as a cache's byte masks keep them), then maps the page clean again. Lines are pages; the cache
-// holds kLines of them and writes one back to make room when full; bytes of a line no kernel changed follow memory
-// (refresh_clean_bytes, before each kernel), as the untouched lines of a real cache would. Not modelled: stale clean lines (reads always see memory or
-// the GPU's own dirty lines), so a missing invalidate goes unnoticed.
+// "line" (other kernels writing the page meanwhile wait for the fill, so no write falls between copy and map); the
+// fault fills the clean pages beside it in its 64 KiB block too (one mmap), lines with no changed bytes yet. A
+// writeback compares each line with its snapshot and stores only the bytes that changed into memory (so the host's
+// own writes to the rest of the page survive, as a cache's byte masks keep them), then maps the page clean again; it
+// works a run of adjacent lines at a time through a window onto memory (a few system calls a run, none a byte). Lines
+// are pages; the cache holds kLines of them and writes its kEvictLines oldest back to make room when full; bytes of a
+// line no kernel changed follow memory (refresh_clean_bytes, before each kernel), as the untouched lines of a real
+// cache would. Not modelled: stale clean lines (reads see memory, memory as of the kernel's start in a line, or the
+// GPU's own dirty bytes), so a missing invalidate goes unnoticed.
 //
 // Thread-safe: mappings change under a lock while kernels run on other mappings; a kernel touching memory that is
 // being unmapped faults, as it would on hardware. The lock is a spin lock because the SIGSEGV handler takes it.
@@ -99,6 +102,13 @@ class GpuView {
 
   // ---- the write-back cache
   static constexpr size_t kLines = 4096;  // 16 MiB of 4 KiB lines: a GPU's L2
+  // A write fault fills the line it hit and the clean pages next to it within its aligned 64 KiB block and its mapping
+  // at once (one fault and one mmap for up to 16 lines): a kernel writing a buffer writes its neighbours next.
+  static constexpr size_t kBlockLines = 16;
+  static constexpr size_t kBlocks = kLines / kBlockLines;
+  // A full cache writes back its oldest lines, this many at once (256 KiB), to make room: one system call per run of
+  // adjacent pages rather than per page, as a GPU writing a large buffer evicts in streams.
+  static constexpr size_t kEvictLines = 64;
   // Turns the cache on (before anything is mapped): from then on a kernel's writes wait in it for a writeback.
   void enable_cache();
   bool cache_enabled() const { return cache_; }
@@ -112,6 +122,7 @@ class GpuView {
   // is 64-128 bytes on hardware, a line here a page: without this, another engine's write to a different part of
   // the page would be hidden behind the line. (A byte a kernel rewrote with its old value counts as unchanged.)
   void refresh_clean_bytes();
+  // The lines holding bytes a kernel changed (a line filled beside a written one holds none until it is written).
   size_t dirty_lines() const;
 
  private:
@@ -136,8 +147,15 @@ class GpuView {
   bool map_locked(const Range& r);
   void unmap_locked(uint64_t va, uint64_t size);
   const Range* find_locked(uint64_t va) const;
-  void writeback_line_locked(size_t i);  // and drops it (the last line moves into its slot)
+  // Writes back the lines_[i] for which pick(i) holds and drops them (the others keep their order: oldest first).
+  template <class Pick>
+  void writeback_locked(Pick pick);
   void writeback_range_locked(uint64_t va, uint64_t size);
+  // Puts lines_[order_[0, n)] in VA order and calls fn(first, count) for each run of them that shows adjacent pages
+  // of one memfd at adjacent offsets (order_[first, first + count)): what one mapping covers.
+  template <class Fn>
+  void for_each_run_locked(size_t n, Fn fn);
+  std::byte* slot_bytes(const Line& l) const { return pool_ + uint64_t{l.slot} * 4096; }
   std::byte* snapshot(const Line& l) const { return snapshots_ + uint64_t{l.slot} * 4096; }
 
   uint64_t base_ = 0, size_ = 0;
@@ -147,10 +165,22 @@ class GpuView {
   bool cache_ = false;
   std::array<Line, kLines> lines_{};
   size_t nlines_ = 0;
-  std::array<uint32_t, kLines> free_slots_{};  // the slots no line holds: free_slots_[0, kLines - nlines_)
-  int pool_fd_ = -1;                           // the lines' bytes: kLines pages
-  std::byte* pool_ = nullptr;                  // the simulator's own mapping of them
-  std::byte* snapshots_ = nullptr;             // kLines pages: each slot's bytes when its line was filled
+  // The slots, kBlockLines to a block: the blocks no line holds are free_blocks_[0, nfree_blocks_); a line of the page
+  // at block offset k of a block b has slot b * kBlockLines + k, so a fill's lines are adjacent in the pool.
+  std::array<uint32_t, kBlocks> free_blocks_{};
+  size_t nfree_blocks_ = 0;
+  std::array<uint32_t, kBlocks> block_lines_{};  // how many lines each block holds
+  std::array<uint32_t, kLines> order_{};  // scratch for for_each_run_locked (no allocation in the SIGSEGV handler)
+  std::vector<uint64_t> is_line_;         // a bit per page of the mirror: whether a line holds it
+  bool is_line(uint64_t va) const { return is_line_[(va - base_) / 4096 / 64] >> ((va - base_) / 4096 % 64) & 1; }
+  void set_line(uint64_t va, bool on) {
+    const uint64_t bit = uint64_t{1} << ((va - base_) / 4096 % 64);
+    uint64_t& word = is_line_[(va - base_) / 4096 / 64];
+    word = on ? word | bit : word & ~bit;
+  }
+  int pool_fd_ = -1;                // the lines' bytes: kLines pages
+  std::byte* pool_ = nullptr;       // the simulator's own mapping of them
+  std::byte* snapshots_ = nullptr;  // kLines pages: each slot's bytes when its line was filled
 };
 
 }  // namespace hcq::sim
