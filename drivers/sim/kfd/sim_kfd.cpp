@@ -83,7 +83,8 @@ void SimKfd::teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying)
   queues_.clear();
   {
     std::unique_lock dl(doorbell_mu_);
-    for (auto& g : gpus_) g->by_slot.fill(nullptr);
+    for (auto& g : gpus_)
+      for (auto& q : g->by_slot) q.reset();
   }
   for (auto& [id, e] : events_) forget_waiters_locked(e);
   events_.clear();

@@ -87,7 +87,7 @@ struct SimKfd::Gpu {
   uint32_t next_idr = 0;
   // The queue behind each doorbell slot of the slice (doorbell_mu_): what a doorbell write looks up, without the
   // process lock and a scan of every queue.
-  std::array<Queue*, sim_kfd_detail::kMaxQueues> by_slot{};
+  std::array<std::shared_ptr<Queue>, sim_kfd_detail::kMaxQueues> by_slot{};
 };
 
 struct SimKfd::File {
