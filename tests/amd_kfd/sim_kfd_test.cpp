@@ -351,6 +351,63 @@ TEST_P(SimKfdTest, QueueValidationAndDoorbell) {
   EXPECT_FALSE(kfd_->queue_state(c.queue_id));
 }
 
+// Each doorbell slot reaches its own queue (the driver looks the queue up by slot): two queues on one GPU count
+// only their own doorbells, a 4-byte store to the upper half of a slot is that slot's, a destroyed queue's slot
+// lands as plain memory, and a queue made later in the freed slot gets that slot's doorbells from then on.
+TEST_P(SimKfdTest, DoorbellSlotsReachTheirOwnQueue) {
+  acquire();
+  uint64_t ring = 0, ptrs = 0;
+  const uint64_t hr = alloc(4096, kGtt, &ring);
+  const uint64_t hp = alloc(4096, kGtt, &ptrs);
+  ASSERT_EQ(map(hr, gpu_id_), 0);
+  ASSERT_EQ(map(hp, gpu_id_), 0);
+  auto make = [&](uint64_t ptr_offset) {
+    kfd_ioctl_create_queue_args c{};
+    c.ring_base_address = ring;
+    c.ring_size = 4096;
+    c.gpu_id = gpu_id_;
+    c.queue_type = KFD_IOC_QUEUE_TYPE_SDMA;
+    c.read_pointer_address = ptrs + ptr_offset;
+    c.write_pointer_address = ptrs + ptr_offset + 8;
+    c.queue_percentage = 100;
+    EXPECT_EQ(io(AMDKFD_IOC_CREATE_QUEUE, &c), 0);
+    return c;
+  };
+  const kfd_ioctl_create_queue_args a = make(0), b = make(64);
+  const uint64_t base = a.doorbell_offset & ~uint64_t{8191};
+  ASSERT_EQ(b.doorbell_offset & ~uint64_t{8191}, base);
+  // The lowest free slots, 8 bytes apart (kfd's doorbell layout on these targets).
+  ASSERT_EQ(b.doorbell_offset - a.doorbell_offset, 8u);
+  char* db =
+      static_cast<char*>(os_->mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(base)));
+  ASSERT_NE(db, MAP_FAILED);
+  auto* slot_a = reinterpret_cast<volatile uint64_t*>(db + (a.doorbell_offset - base));
+  auto* slot_b = reinterpret_cast<volatile uint64_t*>(db + (b.doorbell_offset - base));
+
+  os_->write_doorbell64(slot_a, 5);
+  os_->write_doorbell64(slot_b, 9);
+  os_->write_doorbell64(slot_b, 10);
+  os_->write_doorbell32(reinterpret_cast<volatile uint32_t*>(db + (b.doorbell_offset - base) + 4), 3);
+  EXPECT_EQ(kfd_->queue_state(a.queue_id)->doorbell_writes, 1u);
+  EXPECT_EQ(kfd_->queue_state(a.queue_id)->last_doorbell, 5u);
+  EXPECT_EQ(kfd_->queue_state(b.queue_id)->doorbell_writes, 3u);
+  EXPECT_EQ(kfd_->queue_state(b.queue_id)->last_doorbell, 3u);
+
+  kfd_ioctl_destroy_queue_args d{a.queue_id, 0};
+  ASSERT_EQ(io(AMDKFD_IOC_DESTROY_QUEUE, &d), 0);
+  os_->write_doorbell64(slot_a, 77);  // no queue listens: the store lands
+  EXPECT_EQ(*slot_a, 77u);
+  EXPECT_EQ(kfd_->queue_state(b.queue_id)->doorbell_writes, 3u);
+
+  const kfd_ioctl_create_queue_args c = make(128);
+  ASSERT_EQ(c.doorbell_offset, a.doorbell_offset) << "the freed slot is the lowest free one";
+  os_->write_doorbell64(slot_a, 80);
+  EXPECT_EQ(kfd_->queue_state(c.queue_id)->doorbell_writes, 1u);
+  EXPECT_EQ(kfd_->queue_state(c.queue_id)->last_doorbell, 80u);
+  EXPECT_EQ(kfd_->queue_state(b.queue_id)->doorbell_writes, 3u);
+  os_->munmap(db, 8192);
+}
+
 TEST_P(SimKfdTest, EventsAndTheEventPage) {
   acquire();
   uint64_t va = 0, off = 0;

@@ -81,6 +81,11 @@ SimKfd::~SimKfd() {
 void SimKfd::teardown_process_locked(std::vector<std::shared_ptr<Queue>>& dying) {
   for (auto& [id, q] : queues_) dying.push_back(std::move(q));
   queues_.clear();
+  {
+    std::unique_lock dl(doorbell_mu_);
+    for (auto& g : gpus_)
+      for (auto& q : g->by_slot) q.reset();
+  }
   for (auto& [id, e] : events_) forget_waiters_locked(e);
   events_.clear();
   runtime_enabled_ = false;

@@ -161,7 +161,8 @@ class SimKfd final : public SimDriver {
   uint64_t* event_page_ = nullptr;     // kEventPageBytes, host pointer of the event page buffer
   std::shared_ptr<Bo> event_page_bo_;  // the buffer given by the process, or one the driver made (kept while used)
   uint64_t next_mmap_offset_ = uint64_t{1} << 32;  // fake DRM mmap offsets of buffers
-  // Doorbell pages mapped on the host: address -> gpu index. Read on every doorbell write.
+  // Doorbell pages mapped on the host: address -> gpu index, and each GPU's queue per doorbell slot (Gpu::by_slot).
+  // Read on every doorbell write. Taken after mu_ (create and destroy a queue), never before it.
   mutable std::shared_mutex doorbell_mu_;
   std::map<uintptr_t, size_t> doorbell_maps_;
   // Buffers mapped on each GPU, for translate(): va -> buffer (guarded by vm_mu_).

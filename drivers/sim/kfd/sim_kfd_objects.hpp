@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -84,6 +85,9 @@ struct SimKfd::Gpu {
   std::map<uint64_t, Bo*> vm;     // GPU VA -> buffer mapped on this GPU (vm_mu_)
   std::unique_ptr<GpuView> view;  // vm as the GPU's kernels see it (gpu_view.hpp)
   uint32_t next_idr = 0;
+  // The queue behind each doorbell slot of the slice (doorbell_mu_): what a doorbell write looks up, without the
+  // process lock and a scan of every queue.
+  std::array<std::shared_ptr<Queue>, sim_kfd_detail::kMaxQueues> by_slot{};
 };
 
 struct SimKfd::File {

@@ -103,6 +103,10 @@ int SimKfd::create_queue(void* a) {
   // The factory must not call back into the host while constructing (the process lock is held here).
   if (factory_) q->runner = factory_(d, *q->host);
   queues_.emplace(qid, q);
+  {
+    std::unique_lock dl(doorbell_mu_);
+    g->by_slot[slot] = q;
+  }
 
   args->queue_id = qid;
   args->doorbell_offset =
@@ -119,31 +123,31 @@ int SimKfd::destroy_queue(void* a) {
     if (it == queues_.end()) return -EINVAL;
     dying = std::move(it->second);
     queues_.erase(it);
+    // No doorbell write finds the queue from here on (one that found it before keeps it alive until it is done).
+    std::unique_lock dl(doorbell_mu_);
+    gpus_[dying->gpu_index]->by_slot[dying->slot].reset();
   }
   dying.reset();  // stops the runner outside the lock
   return 0;
 }
 
+// On every submit: one reader lock and a slot lookup (no process lock, no scan of the queues). The runner is told
+// with no lock held (a runner may be stepping the engine, which calls back into the driver, under its own lock), the
+// reference taken under the lock keeping the queue alive meanwhile.
 bool SimKfd::write_doorbell(volatile void* where, uint64_t value, unsigned bytes) {
   const auto addr = reinterpret_cast<uintptr_t>(where);
-  size_t gpu_index = 0;
-  uint64_t offset = 0;
+  std::shared_ptr<Queue> q;
   {
     std::shared_lock dl(doorbell_mu_);
     auto it = doorbell_maps_.upper_bound(addr);
     if (it == doorbell_maps_.begin()) return false;
     --it;
-    if (addr - it->first >= kDoorbellSliceBytes) return false;
-    gpu_index = it->second;
-    offset = addr - it->first;
-  }
-  if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
-  else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
-  std::shared_ptr<Queue> q;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [id, x] : queues_)
-      if (x->gpu_index == gpu_index && x->desc.doorbell_offset == (offset & ~uint64_t{7})) q = x;
+    const uint64_t offset = addr - it->first;
+    if (offset >= kDoorbellSliceBytes) return false;
+    if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
+    else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
+    // A queue's doorbell is the 8-byte slot at doorbell_offset = slot * 8; a 4-byte write may hit either half.
+    q = gpus_[it->second]->by_slot[offset / 8];
   }
   if (!q) return true;  // a doorbell no queue owns: the store lands, nothing listens (as on hardware)
   q->doorbell_writes.fetch_add(1);
