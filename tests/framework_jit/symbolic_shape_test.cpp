@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/message_of.hpp"
 #include "framework_jit/jit_test_util.hpp"
 #include "hcq/error.hpp"
 #include "hcq/jit.hpp"
@@ -28,18 +29,19 @@ std::vector<float> rows_then_large(int64_t present, uint32_t seed) {
   return v;
 }
 
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "another error: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return {};
+// out[r][j] = the sum over c < used of a[r * a_row + c] * b[c * cols + j], in double: the product of a's first `used`
+// columns and b's first `used` rows.
+std::vector<double> host_product(const std::vector<float>& a, int64_t rows, int64_t a_row, const std::vector<float>& b,
+                                 int64_t cols, int64_t used) {
+  std::vector<double> out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < used; ++c)
+        s += static_cast<double>(a[static_cast<size_t>(r * a_row + c)]) * b[static_cast<size_t>(c * cols + j)];
+      out.push_back(s);
+    }
+  return out;
 }
 
 void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, double tol,
@@ -121,15 +123,7 @@ TEST(FrameworkSymbolicShape, MatmulWithASymbolicBatchOrInnerDimension) {
     const std::vector<float> xv = rows_then_large(k, 4);
     const Tensor out = Tensor(xv, {kRows, kCols}).narrow(0, n.bind(k)).matmul(w);
     EXPECT_EQ(out.bound_shape(), (Shape{k, 4}));
-    std::vector<double> want;
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0; j < 4; ++j) {
-        double s = 0;
-        for (int64_t c = 0; c < kCols; ++c)
-          s += static_cast<double>(xv[static_cast<size_t>(i * kCols + c)]) * wv[static_cast<size_t>(c * 4 + j)];
-        want.push_back(s);
-      }
-    expect_near_all(out.data<float>(), want, 1e-4, cat("batch k ", k));
+    expect_near_all(out.data<float>(), host_product(xv, k, kCols, wv, 4, kCols), 1e-4, cat("batch k ", k));
 
     // (3, m) @ (m, 2): the product sums over the first m only.
     std::vector<float> av = values(3 * kRows, 5), bv = values(kRows * 2, 6);
@@ -138,15 +132,7 @@ TEST(FrameworkSymbolicShape, MatmulWithASymbolicBatchOrInnerDimension) {
     const Tensor a = Tensor(av, {3, kRows}).narrow(1, m.bind(k)), b = Tensor(bv, {kRows, 2}).narrow(0, m.bind(k));
     const Tensor inner = a.matmul(b);
     EXPECT_EQ(inner.bound_shape(), (Shape{3, 2}));
-    std::vector<double> want_inner;
-    for (int64_t r = 0; r < 3; ++r)
-      for (int64_t j = 0; j < 2; ++j) {
-        double s = 0;
-        for (int64_t c = 0; c < k; ++c)
-          s += static_cast<double>(av[static_cast<size_t>(r * kRows + c)]) * bv[static_cast<size_t>(c * 2 + j)];
-        want_inner.push_back(s);
-      }
-    expect_near_all(inner.data<float>(), want_inner, 1e-4, cat("inner k ", k));
+    expect_near_all(inner.data<float>(), host_product(av, 3, kRows, bv, 2, k), 1e-4, cat("inner k ", k));
   }
 }
 
@@ -195,25 +181,25 @@ TEST(FrameworkSymbolicShape, ErrorsNameTheDimensionsAndWhatToDo) {
   const Variable n("n", 1, kRows), m("m", 1, kRows), big("big", 1, 9);
   const Tensor x(values(kRows * kCols, 12), {kRows, kCols});
   const Tensor xn = x.narrow(0, n.bind(3));
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)xn.reshape({kRows * kCols}); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)xn.reshape({kRows * kCols}); }),
             "reshape: cannot reshape (n=3 (1..8), 5) to (40,): it would merge or split a symbolic dimension (keep "
             "each one a dimension of its own, with the same number of elements before it)");
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)(xn + x.narrow(0, m.bind(3))); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)(xn + x.narrow(0, m.bind(3))); }),
             "add: dimension 0 is n=3 (1..8) in (n=3 (1..8), 5) but m=3 (1..8) in (m=3 (1..8), 5) (narrow both with "
             "the same bound variable)");
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)(xn + x); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)(xn + x); }),
             "add: dimension 0 is n=3 (1..8) in (n=3 (1..8), 5) but 8 in (8, 5) (narrow both with the same bound "
             "variable)");
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)xn.pad({{0, 1}, {0, 0}}); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)xn.pad({{0, 1}, {0, 0}}); }),
             "pad: dimension 0 of (n=3 (1..8), 5) is symbolic (n=3 (1..8)); pad only its concrete dimensions");
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)xn.narrow(0, n.bind(2)); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)xn.narrow(0, n.bind(2)); }),
             "narrow: dimension 0 of (n=3 (1..8), 5) is symbolic already");
-  EXPECT_EQ(error_of<ShapeError>([&] { (void)x.narrow(0, big.bind(2)); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { (void)x.narrow(0, big.bind(2)); }),
             "narrow: big=2 (1..9) can exceed dimension 0 of (8, 5), which is 8");
-  EXPECT_EQ(error_of<InvalidArgument>([&] { (void)x.narrow(1, Tensor::scalar(3, dtypes::int32)); }),
+  EXPECT_EQ(test::message_of<InvalidArgument>([&] { (void)x.narrow(1, Tensor::scalar(3, dtypes::int32)); }),
             "narrow: the size must be a bound Variable (Variable::bind), not a CONST ()");
   Tensor target = Tensor::zeros({kRows, kCols}).realize();
-  EXPECT_EQ(error_of<ShapeError>([&] { target.assign(xn); }),
+  EXPECT_EQ(test::message_of<ShapeError>([&] { target.assign(xn); }),
             "assign: (n=3 (1..8), 5) into (8, 5): a tensor with a symbolic dimension is not assigned (yet); compute "
             "it and read it, or return it from the TinyJit");
   // Broadcasting along a symbolic dimension from size 1, and a new leading one, are fine.
@@ -246,15 +232,11 @@ TEST(FrameworkJitSymbolicShape, ABatchSizeReplaysWithoutRecapture) {
       EXPECT_EQ(g, e) << "call " << c << " output " << o;
     }
     // The mean against the host: the present rows' relu'd products, averaged over k.
-    const std::vector<float> xv = x.data<float>(), wv = w.data<float>(), mean = got[1].data<float>();
+    const std::vector<double> product = host_product(x.data<float>(), k, kCols, w.data<float>(), 4, kCols);
+    const std::vector<float> mean = got[1].data<float>();
     for (int64_t j = 0; j < 4; ++j) {
       double s = 0;
-      for (int64_t i = 0; i < k; ++i) {
-        double d = 0;
-        for (int64_t cc = 0; cc < kCols; ++cc)
-          d += static_cast<double>(xv[static_cast<size_t>(i * kCols + cc)]) * wv[static_cast<size_t>(cc * 4 + j)];
-        s += std::max(d, 0.0);
-      }
+      for (int64_t i = 0; i < k; ++i) s += std::max(product[static_cast<size_t>(i * 4 + j)], 0.0);
       EXPECT_NEAR(mean[static_cast<size_t>(j)], s / static_cast<double>(k), 1e-4) << "call " << c << " column " << j;
     }
   }
