@@ -190,9 +190,8 @@ void check_dims_agree(const std::vector<const Node*>& operands, std::string_view
       const size_t r = (*x)->shape.size();
       if (k + r < rank) continue;  // broadcast along a new leading dimension
       const size_t a = k + r - rank;
-      if ((*x)->shape[a] == 1 && (*x)->dim_vars.empty()) continue;  // broadcast from size 1
       const Node other = (*x)->dim_vars.empty() ? nullptr : (*x)->dim_vars[a];
-      if (other == var || (other && (*x)->shape[a] == 1)) continue;
+      if (other == var || (!other && (*x)->shape[a] == 1)) continue;  // the same variable, or broadcast from size 1
       throw ShapeError(cat(op, ": dimension ", k, " is ", dim_var_str(var), " in ", dims_str(*with_var), " but ",
                            other ? dim_var_str(other) : std::to_string((*x)->shape[a]), " in ", dims_str(*x),
                            " (narrow both with the same bound variable)"));
@@ -212,7 +211,7 @@ Node t_narrow(const Node& x, int axis, const Node& bound) {
     throw ShapeError(cat("narrow: ", dim_var_str(bound), " can exceed dimension ", a, " of ", dims_str(x),
                          ", which is ", x->shape[a]));
   if (var->i.at(0) < 0) throw ShapeError(cat("narrow: ", dim_var_str(bound), " can be negative"));
-  // The storage keeps the variable's maximum; the BIND is made on x's device, the device the NARROW reports.
+  // The storage keeps the variable's maximum. The BIND is made on x's device, where x's kernels read its value.
   std::vector<int64_t> start_end;
   for (size_t k = 0; k < x->shape.size(); ++k) {
     start_end.push_back(0);

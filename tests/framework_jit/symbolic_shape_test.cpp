@@ -202,9 +202,14 @@ TEST(FrameworkSymbolicShape, ErrorsNameTheDimensionsAndWhatToDo) {
   EXPECT_EQ(test::message_of<ShapeError>([&] { target.assign(xn); }),
             "assign: (n=3 (1..8), 5) into (8, 5): a tensor with a symbolic dimension is not assigned (yet); compute "
             "it and read it, or return it from the TinyJit");
-  // Broadcasting along a symbolic dimension from size 1, and a new leading one, are fine.
+  // Broadcasting along a symbolic dimension from size 1, and a new leading one, are fine; so is a size-1 dimension
+  // beside a symbolic one in the same operand.
   const Tensor b = xn + Tensor(values(kCols, 13), {1, kCols});
   EXPECT_EQ(b.bound_shape(), (Shape{3, kCols}));
+  const Variable c("c", 1, kCols);
+  const Tensor both = xn.narrow(1, c.bind(4));                                    // (n, c)
+  const Tensor row = Tensor(values(kCols, 14), {1, kCols}).narrow(1, c.bind(4));  // (1, c)
+  EXPECT_EQ((both + row).bound_shape(), (Shape{3, 4}));
 }
 
 // A batch size bound per call: one capture, replays for every value, each equal to the eager call bit for bit.
