@@ -385,9 +385,6 @@ class CRenderer {
     }
     // Worth a workgroup's cooperation: a few whole steps, and at least a quarter of a block of outputs.
     if (K < 2 * kGpuTileK) return false;
-    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
-      return std::find(v.begin(), v.end(), r) != v.end();
-    };
     const NodeData* body = reduce->src[0].get();
     for (int first = 0; first < 2; ++first) {
       const NodeData* a = body->src[first].get();
@@ -446,20 +443,11 @@ class CRenderer {
     block->lines.push_back(tag("const int64_t ti0 = tg / ", tiles_n) + tag(" % ", tiles_m) + tag(" * ", TM) +
                            tag(", tj0 = tg % ", tiles_n) + tag(" * ", TN) + ";");
     block->lines.push_back(tag("float tacc[", R) + tag("][", R) + tag("] = {", 0) + "};");
-    // The reduce ranges from a flat position along them (row-major, the first outermost).
-    auto k_at = [&](const std::string& flat) {
-      std::unordered_map<const NodeData*, std::string> m;
-      int64_t inner = K;
-      for (size_t n = 0; n < g.ks.size(); ++n) {
-        inner /= g.ks[n]->i[1];
-        std::string e = flat;
-        if (inner > 1) e = "(" + e + tag(" / ", inner) + ")";
-        if (n > 0) e = "(" + e + tag(" % ", g.ks[n]->i[1]) + ")";
-        m[g.ks[n]] = e;
-      }
-      return m;
-    };
-    std::unordered_map<const NodeData*, std::string> at_a = k_at("gk"), at_b = k_at("gk");
+    // The reduce ranges from the flat position gk along them (row-major, the first outermost).
+    std::unordered_map<const NodeData*, std::string> at_a;
+    const std::vector<std::string> k_parts = flat_parts(g.ks, "gk", K);
+    for (size_t n = 0; n < g.ks.size(); ++n) at_a[g.ks[n]] = "(" + k_parts[n] + ")";
+    std::unordered_map<const NodeData*, std::string> at_b = at_a;
     at_a[g.i] = "gi";
     at_b[g.j] = "gj";
     Scope* step = open_scope(block, tag("for (int64_t tk0 = 0; tk0 < ", K) + tag("; tk0 += ", TK) + ") {");
@@ -543,22 +531,37 @@ class CRenderer {
     return element;
   }
 
-  // Defines each range of `ranges` in `scope` from the flat index `flat` (row-major over them, `total` in all).
-  // `extents`, when given, replaces the ranges' own (a vectorised range counts runs of lanes).
-  void bind_flat_ranges(Scope* scope, const std::vector<const NodeData*>& ranges, const std::string& flat,
-                        int64_t total, const std::vector<int64_t>& extents = {}) {
+  static bool has(const std::vector<const NodeData*>& v, const NodeData* r) {
+    return std::find(v.begin(), v.end(), r) != v.end();
+  }
+
+  // Each range's value from the flat index `flat` (row-major over them, `total` in all), as C expressions (a chain
+  // of / and %, read left to right). `extents`, when given, replaces the ranges' own (a vectorised range counts runs
+  // of lanes).
+  static std::vector<std::string> flat_parts(const std::vector<const NodeData*>& ranges, const std::string& flat,
+                                             int64_t total, const std::vector<int64_t>& extents = {}) {
+    std::vector<std::string> out;
     int64_t inner = total;
     for (size_t k = 0; k < ranges.size(); ++k) {
-      const NodeData* r = ranges[k];
-      const int64_t extent = extents.empty() ? r->i[1] : extents[k];
+      const int64_t extent = extents.empty() ? ranges[k]->i[1] : extents[k];
       inner /= extent;
-      const std::string v = tag("r", r->i[0]);
       std::string e = flat;
       if (inner > 1) e += tag(" / ", inner);
       if (k > 0) e += tag(" % ", extent);  // the first range is flat / inner < its extent already (C: left to right)
-      scope->lines.push_back("const int64_t " + v + " = " + e + ";");
-      range_scope_[r] = scope;
-      names_[r] = v;
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  // Defines each range of `ranges` in `scope` from the flat index `flat` (flat_parts).
+  void bind_flat_ranges(Scope* scope, const std::vector<const NodeData*>& ranges, const std::string& flat,
+                        int64_t total, const std::vector<int64_t>& extents = {}) {
+    const std::vector<std::string> parts = flat_parts(ranges, flat, total, extents);
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      const std::string v = tag("r", ranges[k]->i[0]);
+      scope->lines.push_back("const int64_t " + v + " = " + parts[k] + ";");
+      range_scope_[ranges[k]] = scope;
+      names_[ranges[k]] = v;
     }
   }
 
@@ -770,9 +773,6 @@ class CRenderer {
     const int64_t V = avx512 ? 16 : 8;
     const NodeData* reduce = sum_of_products(kernel);
     if (!reduce) return nullptr;
-    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
-      return std::find(v.begin(), v.end(), r) != v.end();
-    };
     for (int first = 0; first < 2; ++first) {
       const NodeData* a = reduce->src[0]->src[first].get();
       const NodeData* b = reduce->src[0]->src[1 - first].get();
@@ -916,9 +916,6 @@ class CRenderer {
     if (choose_bf16_tile(kernel, out_ranges)) return true;
     const NodeData* reduce = sum_of_products(kernel);
     if (!reduce) return false;
-    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
-      return std::find(v.begin(), v.end(), r) != v.end();
-    };
     const NodeData* body = reduce->src[0].get();
     std::vector<const NodeData*> ks;
     for (size_t n = 1; n < reduce->src.size(); ++n) ks.push_back(reduce->src[n].get());
@@ -996,9 +993,6 @@ class CRenderer {
     const NodeData* body = reduce->src[0].get();
     const NodeData* k = reduce->src[1].get();
     const int64_t K = k->i[1], Kp = (K + kBf16Step - 1) / kBf16Step * kBf16Step;
-    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
-      return std::find(v.begin(), v.end(), r) != v.end();
-    };
     for (int first = 0; first < 2; ++first) {
       const NodeData* a = body->src[first].get();
       const NodeData* b = body->src[1 - first].get();
@@ -1136,9 +1130,6 @@ class CRenderer {
     const int64_t V = avx512 ? 16 : 8, registers = avx512 ? 32 : 16;
     if (k->i[1] % V != 0) return false;
     auto plain = [&](const NodeData* n) { return vectorizable(n, k); };
-    auto has = [](const std::vector<const NodeData*>& v, const NodeData* r) {
-      return std::find(v.begin(), v.end(), r) != v.end();
-    };
     bool found = false;
     double best = 0;
     for (int first = 0; first < 2; ++first) {

@@ -49,13 +49,7 @@ std::unordered_multimap<uint64_t, CacheEntry>& schedule_cache() {
 }
 constexpr size_t kMaxCachedSchedules = 4096;
 
-// A realized value: a buffer view, under the NARROWs of its symbolic dimensions when it has some.
 const Node& without_narrows(const Node& n) { return n->op == Op::NARROW ? without_narrows(n->src[0]) : n; }
-const Node& buffer_of(const Node& value) {
-  const Node& view = without_narrows(value);
-  return view->op == Op::RESHAPE ? view->src[0] : view;
-}
-
 // The realized view of a root with symbolic dimensions keeps them (symbolic_dims.hpp): later graphs over it mask
 // as the root's own users did, and a read takes the present elements only.
 Node narrowed_like(Node view, const Node& root) {
@@ -109,6 +103,11 @@ void copy_between(Buffer& dst, const Buffer& src) {
 }
 
 }  // namespace
+
+const Node& buffer_of(const Node& value) {
+  const Node& view = without_narrows(value);
+  return view->op == Op::RESHAPE ? view->src[0] : view;
+}
 
 size_t schedule_only(const std::vector<Node>& roots, bool* hit) {
   Callified call = callify(roots);

@@ -28,6 +28,8 @@ Node new_buffer_node(Device& device, const std::string& name, DType dtype, int64
 Node alias_buffer_node(const Node& buffer);
 // A BUFFER, or a RESHAPE of one with the same element count: a realized tensor.
 bool is_buffer_view(const Node& n);
+// The BUFFER under a realized value: a buffer view, under the NARROWs of its symbolic dimensions when it has some.
+const Node& buffer_of(const Node& value);
 // The buffer view an assign chain (ASSIGN(ASSIGN(view, v1), v2)...) writes, or null when it ends elsewhere.
 const Node* assign_base(const Node& n);
 // Realizes the roots in one schedule; returns, for each, its realized node (a buffer view of the root's shape).

@@ -28,8 +28,7 @@ namespace {
 Node base_buffer(const Tensor& t) {
   Node n = t.node();
   while (Node done = n->realized()) n = done;
-  while (n->op == Op::NARROW) n = n->src[0];
-  return n->op == Op::RESHAPE ? n->src[0] : n;
+  return buffer_of(n);
 }
 
 }  // namespace

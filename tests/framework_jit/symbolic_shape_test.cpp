@@ -177,7 +177,7 @@ TEST(FrameworkSymbolicShape, GradientsFlowToThePresentRowsOnly) {
   expect_near_all(w.grad().data<float>(), want, 1e-4, "w's gradient");
 }
 
-TEST(FrameworkSymbolicShape, ErrorsNameTheDimensionsAndWhatToDo) {
+TEST(FrameworkSymbolicShape, ErrorsNameTheDimensionAndTheWayOut) {
   const Variable n("n", 1, kRows), m("m", 1, kRows), big("big", 1, 9);
   const Tensor x(values(kRows * kCols, 12), {kRows, kCols});
   const Tensor xn = x.narrow(0, n.bind(3));
