@@ -47,5 +47,7 @@ RenderedKernel render_with_opts(const Node& kernel, const TargetFacts& facts, co
 // to show that faults and validation catch one). Empty: none. Set it while no realize runs, and clear the schedule
 // cache around it (schedules keep their compiled kernels).
 void set_render_hook(std::function<void(RenderedKernel&)> hook);
+// Whether a hook is set (the kernel cache neither keeps nor hands out kernels meanwhile: framework/schedule/kernel_cache.hpp).
+bool render_hook_set();
 
 }  // namespace hcq::fw

@@ -1948,4 +1948,6 @@ size_t render_choices(const Node& kernel, const TargetFacts& facts) { return CRe
 
 void set_render_hook(std::function<void(RenderedKernel&)> hook) { render_hook() = std::move(hook); }
 
+bool render_hook_set() { return static_cast<bool>(render_hook()); }
+
 }  // namespace hcq::fw

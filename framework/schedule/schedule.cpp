@@ -13,6 +13,7 @@
 #include "framework/engine/beam.hpp"
 #include "framework/engine/compile.hpp"
 #include "framework/ir/shape_of.hpp"
+#include "framework/schedule/kernel_cache.hpp"
 #include "framework/schedule/lower.hpp"
 #include "framework/schedule/memory_plan.hpp"
 #include "framework/schedule/order.hpp"
@@ -161,7 +162,7 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
         continue;
       }
       if (numel(n->shape) == 0) continue;  // nothing to compute
-      LoweredKernel k = lower_kernel(n, slot_of.at(n.get()), slot_of, local);
+      LoweredKernel k = lower_kernel_cached(n, slot_of.at(n.get()), slot_of, local);
       for (const LoweredKernel::Disagreement& d : k.disagreeing) {
         // Some axes agree and the rest fit a local array: partial realisation inside this kernel. Otherwise the
         // reduce becomes a buffer of its own.
@@ -241,22 +242,25 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
       }
     }
 
-    // Render and compile the kernels.
-    std::vector<KernelRequest> requests;
+    // Render and compile the kernels (or find them in the kernel cache).
+    std::vector<KernelWant> wants;
     std::vector<size_t> kernel_steps;
     for (size_t k : order) {
       Pending& p = pending[k];
       if (p.step.kind != Step::Kind::kernel) continue;
-      RenderedKernel rk = render_searched(p.ast, facts_for(p.step.device), p.step.device);
-      p.step.global = rk.global;
-      p.step.local = rk.local;
-      p.step.what = cat(rk.name, " (", p.step.what, ")");
-      requests.push_back(KernelRequest{p.step.device, std::move(rk)});
+      wants.push_back(KernelWant{p.ast, p.step.device, facts_for(p.step.device)});
       kernel_steps.push_back(k);
       s.kernel_asts.push_back(p.ast);
     }
-    std::vector<std::shared_ptr<const CompiledKernel>> compiled = compile_kernels(requests);
-    for (size_t j = 0; j < kernel_steps.size(); ++j) pending[kernel_steps[j]].step.kernel = std::move(compiled[j]);
+    std::vector<std::shared_ptr<const CompiledKernel>> compiled = build_kernels(wants);
+    for (size_t j = 0; j < kernel_steps.size(); ++j) {
+      Step& st = pending[kernel_steps[j]].step;
+      const RenderedKernel& rk = compiled[j]->rendered;
+      st.global = rk.global;
+      st.local = rk.local;
+      st.what = cat(rk.name, " (", st.what, ")");
+      st.kernel = std::move(compiled[j]);
+    }
     for (size_t k : order) s.steps.push_back(std::move(pending[k].step));
 
     for (const Node& r : roots) {
