@@ -1,7 +1,10 @@
 // Scheduling one whole training step (issue 16's `train.schedule_us`, here at one size for profiling):
 //   BM_TrainScheduleMiss  fw::schedule_only of one step of the MLP 784-256-256-256-10 at batch 128 (forward, cross
 //                         entropy, backward, Adam: what Optimizer::step realizes) after clearing the schedule cache;
-//                         the kernels are in the in-process compile cache by then (clang is not timed)
+//                         the kernels are in the in-process compile cache by then (clang is not timed), and in the
+//                         kernel cache (framework/schedule/kernel_cache.hpp), which clear_schedule_cache keeps
+//   BM_TrainScheduleMissCold  the same with the kernel cache cleared too: every kernel lowered and rendered (an
+//                         AST met twice in the step is still built once); only the compile cache (by source) is warm
 //   BM_TrainScheduleHit   the same on a second model of the same shapes: an equal graph on other buffers, built
 //                         just before
 //   BM_TrainScheduleHitAfterMiss  the same, the graph built before a miss on another (hcq bench's order)
@@ -20,6 +23,7 @@
 #include "framework/engine/callify.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework/ir/node.hpp"
+#include "framework/schedule/kernel_cache.hpp"
 #include "hcq/device.hpp"
 #include "hcq/nn.hpp"
 #include "hcq/optim.hpp"
@@ -80,7 +84,8 @@ struct Batch {
 };
 
 enum class Mode {
-  miss,            // the cache cleared first
+  miss,            // the schedule cache cleared first
+  miss_cold,       // the schedule cache and the kernel cache cleared first
   hit,             // the graph built just before (what an eager loop does: build the step, realize it)
   hit_after_miss,  // hcq bench's order: two models' graphs built, the first scheduled on a cleared cache (a miss),
                    // then the second timed: its nodes were built before the miss, which evicts them from the caches
@@ -102,7 +107,9 @@ void train_schedule_loop(benchmark::State& state, const char* device, Mode mode)
     const Step step(dev->name(), x, y);
     nodes = hcq::fw::toposort(step.nodes).size();
     bool hit = false;
+    const bool miss = mode == Mode::miss || mode == Mode::miss_cold;
     if (mode != Mode::hit) hcq::fw::clear_schedule_cache();
+    if (mode == Mode::miss_cold) hcq::fw::clear_kernel_cache();
     if (mode == Mode::hit_after_miss) {
       const Step first(dev->name(), x, y);
       hcq::fw::schedule_only(first.nodes, &hit);
@@ -110,9 +117,8 @@ void train_schedule_loop(benchmark::State& state, const char* device, Mode mode)
     const auto t0 = Clock::now();
     kernels = hcq::fw::schedule_only(step.nodes, &hit);
     const auto t1 = Clock::now();
-    if (hit == (mode == Mode::miss)) {
-      state.SkipWithError(mode == Mode::miss ? "a schedule was found in a cleared cache"
-                                             : "an equal training step missed the cache");
+    if (hit == miss) {
+      state.SkipWithError(miss ? "a schedule was found in a cleared cache" : "an equal training step missed the cache");
       return;
     }
     state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
@@ -150,6 +156,9 @@ void BM_TrainScheduleHitSameGraph(benchmark::State& state, const char* device) {
 void BM_TrainScheduleMiss(benchmark::State& state, const char* device) {
   train_schedule_loop(state, device, Mode::miss);
 }
+void BM_TrainScheduleMissCold(benchmark::State& state, const char* device) {
+  train_schedule_loop(state, device, Mode::miss_cold);
+}
 void BM_TrainScheduleHit(benchmark::State& state, const char* device) { train_schedule_loop(state, device, Mode::hit); }
 void BM_TrainScheduleHitAfterMiss(benchmark::State& state, const char* device) {
   train_schedule_loop(state, device, Mode::hit_after_miss);
@@ -158,6 +167,7 @@ void BM_TrainScheduleHitAfterMiss(benchmark::State& state, const char* device) {
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_TrainScheduleMiss, Framework, "CPU")->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_TrainScheduleMissCold, Framework, "CPU")->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_TrainScheduleHit, Framework, "CPU")->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_TrainScheduleHitAfterMiss, Framework, "CPU")
     ->UseManualTime()

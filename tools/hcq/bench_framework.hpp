@@ -1,8 +1,9 @@
 // The `framework` section of `hcq bench`: what the framework (include/hcq/tensor.hpp) costs on the CPU device, each
 // figure beside a yardstick measured in the same run:
 //   eager_op_us      x = (x + 1).realize() on 16 floats: host time per op, kernel done included
-//   schedule_us      scheduling an MLP's forward graph: a miss (cache cleared; kernels already compiled) and a
-//                    hit (a structurally equal graph on new input buffers)
+//   schedule_us      scheduling an MLP's forward graph: a miss (schedule cache cleared; kernels already compiled
+//                    and in the kernel cache), miss_cold (the kernel cache cleared too: each kernel lowered and
+//                    rendered) and a hit (a structurally equal graph on new input buffers)
 //   ewise_gbps       c = a * b + 1 on float32, 3 * 4 * n bytes per run, beside ewise_loop_gbps: a hand-written
 //                    HCQ C kernel of the same computation, split over the device's workers, built by the same
 //                    compiler and launched the same way
@@ -135,7 +136,7 @@ struct FrameworkBenchConfig {
 struct FrameworkBenchResult {
   static constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
   double eager_op_us = kNotMeasured;
-  double schedule_miss_us = kNotMeasured, schedule_hit_us = kNotMeasured;
+  double schedule_miss_us = kNotMeasured, schedule_miss_cold_us = kNotMeasured, schedule_hit_us = kNotMeasured;
   size_t schedule_kernels = 0;  // kernels in the MLP forward schedule
   double ewise_gbps = kNotMeasured, ewise_loop_gbps = kNotMeasured;
   int64_t ewise_elements = 0;

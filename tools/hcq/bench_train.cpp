@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/engine/realize.hpp"
+#include "framework/schedule/kernel_cache.hpp"
 #include "hcq/error.hpp"
 #include "hcq/jit.hpp"
 #include "hcq/nn.hpp"
@@ -75,7 +76,11 @@ double measure_step(Device& dev, int steps) {
   return median(ms);
 }
 
-std::pair<double, double> measure_schedule(Device& dev, int reps) {
+struct ScheduleTimes {
+  double miss_us, miss_cold_us, hit_us;
+};
+
+ScheduleTimes measure_schedule(Device& dev, int reps) {
   const std::vector<int64_t> widths{784, 256, 256, 256, 10};
   const auto [x, y] = synthetic_batch(128, dev.name());
   // What one step of a fresh model realizes (its graph on its own parameter buffers).
@@ -89,18 +94,28 @@ std::pair<double, double> measure_schedule(Device& dev, int reps) {
     for (const Tensor& t : ts) n.push_back(t.node());
     return n;
   };
-  std::vector<double> miss, hit;
+  std::vector<double> miss, miss_cold, hit;
   for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up: it compiles the kernels
     Net a(widths, dev.name()), b(widths, dev.name());
     optim::Adam opt_a(a.parameters()), opt_b(b.parameters());
     const std::vector<Tensor> step_a = step_of(a, opt_a);
     const std::vector<fw::Node> roots_a = nodes(step_a);
+    // Cold first (no kernel cached: each is lowered and rendered), then the same graph again with only the schedule
+    // cache cleared: its kernels come from the kernel cache.
     fw::clear_schedule_cache();
+    fw::clear_kernel_cache();
     bool was_hit = true;
     auto t0 = Clock::now();
+    const size_t cold_kernels = fw::schedule_only(roots_a, &was_hit);
+    const double miss_cold_us = us_since(t0);
+    if (was_hit) throw Error("a training step's schedule was found in the cache just cleared");
+    fw::clear_schedule_cache();
+    t0 = Clock::now();
     const size_t kernels = fw::schedule_only(roots_a, &was_hit);
     const double miss_us = us_since(t0);
     if (was_hit) throw Error("a training step's schedule was found in the cache just cleared");
+    if (kernels != cold_kernels)
+      throw Error(cat("a step scheduled from the kernel cache has ", kernels, " kernels, built cold ", cold_kernels));
     // The second model's step is built after the miss, just before it is scheduled, as an eager training loop builds
     // its step and realizes it at once (built before the miss, its graph would be timed cold from memory).
     const std::vector<Tensor> step_b = step_of(b, opt_b);
@@ -116,9 +131,10 @@ std::pair<double, double> measure_schedule(Device& dev, int reps) {
       continue;
     }
     miss.push_back(miss_us);
+    miss_cold.push_back(miss_cold_us);
     hit.push_back(hit_us);
   }
-  return {median(miss), median(hit)};
+  return {median(miss), median(miss_cold), median(hit)};
 }
 
 // Times the step's kernels one by one (fw::KernelTimer) over eager steps of the same net and batch.
@@ -177,9 +193,10 @@ void print_step_kernels(Device& dev, int steps) {
 TrainBenchResult measure_train(Device& dev, int steps, int schedule_reps) {
   TrainBenchResult r;
   r.mlp_step_ms = measure_step(dev, steps);
-  const auto [miss, hit] = measure_schedule(dev, schedule_reps);
-  r.schedule_miss_us = miss;
-  r.schedule_hit_us = hit;
+  const ScheduleTimes t = measure_schedule(dev, schedule_reps);
+  r.schedule_miss_us = t.miss_us;
+  r.schedule_miss_cold_us = t.miss_cold_us;
+  r.schedule_hit_us = t.hit_us;
   return r;
 }
 

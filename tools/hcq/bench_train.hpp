@@ -3,8 +3,10 @@
 //                 batch: the median host time of a replay, the loss read back (so the step has finished)
 //   schedule_us   scheduling one training step of the MLP 784-256-256-256-10 (forward, cross entropy, backward,
 //                 Adam: everything Optimizer::step realizes): a miss (schedule cache cleared, kernels already
-//                 compiled) and a hit (a second model of the same shapes, its graph on other buffers, built just
-//                 before it is scheduled, as an eager loop builds its step)
+//                 compiled and in the kernel cache, framework/schedule/kernel_cache.hpp), a cold miss (the kernel
+//                 cache cleared too: every kernel lowered and rendered; only the compile cache by source warm) and
+//                 a hit (a second model of the same shapes, its graph on other buffers, built just before it is
+//                 scheduled, as an eager loop builds its step)
 #pragma once
 
 #include <limits>
@@ -16,6 +18,7 @@ namespace hcq::tool {
 struct TrainBenchResult {
   double mlp_step_ms = std::numeric_limits<double>::quiet_NaN();
   double schedule_miss_us = std::numeric_limits<double>::quiet_NaN();
+  double schedule_miss_cold_us = std::numeric_limits<double>::quiet_NaN();
   double schedule_hit_us = std::numeric_limits<double>::quiet_NaN();
 };
 
