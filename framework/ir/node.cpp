@@ -169,7 +169,17 @@ Node const_node(DType t, double v, const std::string& device) {
   return make_node(Op::CONST, t, {}, {t == DType::bool_ ? int64_t(v != 0) : static_cast<int64_t>(v)}, 0, device);
 }
 
-Node index_const(int64_t v) { return make_node(Op::CONST, kIndex, {}, {v}); }
+Node index_const(int64_t v) {
+  // The lowering and the symbolic rules ask for the same few constants (strides, extents, 0 and 1) thousands of
+  // times per schedule; each make_node built an argument vector and took the intern table's lock to find the live
+  // one. A thread keeps the small ones it made (alive, so they are the nodes make_node would return).
+  constexpr int64_t kLow = -64, kHigh = 1024;
+  if (v < kLow || v >= kHigh) return make_node(Op::CONST, kIndex, {}, {v});
+  thread_local std::vector<Node> made(static_cast<size_t>(kHigh - kLow));
+  Node& n = made[static_cast<size_t>(v - kLow)];
+  if (!n) n = make_node(Op::CONST, kIndex, {}, {v});
+  return n;
+}
 
 std::vector<const NodeData*> toposort(const std::vector<Node>& roots) {
   std::vector<const NodeData*> order;

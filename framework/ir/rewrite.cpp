@@ -27,6 +27,24 @@ Node RuleSet::apply(const Node& n) const {
 }
 
 Node rewrite(const Node& root, const RuleSet& rules) {
+  // The index builders (symbolic.hpp: idx_add(a, b) and the like) simplify one new node over parts already
+  // simplified, many times per kernel. With every source a marked fixed point, the walk below reduces to trying the
+  // rules on the root: done here without its stack and memo (three allocations a call). When a rule fires, the
+  // result is rewritten as the walk would go on with it.
+  if (rules.marks_fixed_points()) {
+    if (root->simplified.load(std::memory_order_relaxed)) return root;
+    bool sources_fixed = true;
+    for (const Node& s : root->src) sources_fixed = sources_fixed && s->simplified.load(std::memory_order_relaxed);
+    if (sources_fixed) {
+      Node out = rules.apply(root);
+      if (!out) {
+        root->simplified.store(true, std::memory_order_relaxed);
+        return root;
+      }
+      RewriteMemo memo;
+      return rewrite(out, rules, memo);
+    }
+  }
   RewriteMemo memo;
   return rewrite(root, rules, memo);
 }

@@ -354,7 +354,10 @@ std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
 
 // Adds k * x to s. False when a coefficient overflows (then the caller leaves the expression as it is).
 bool add_to_sum(const Node& x, int64_t k, Sum& s) {
-  std::vector<std::pair<const Node*, int64_t>> stack{{&x, k}};  // explicit: a long chain must not exhaust the stack
+  // Explicit, so a long chain does not exhaust the call stack; a thread's, reused (nothing here calls add_to_sum
+  // again), since the index builders read a sum per call.
+  thread_local std::vector<std::pair<const Node*, int64_t>> stack;
+  stack.assign(1, {&x, k});
   while (!stack.empty()) {
     auto [np, c] = stack.back();
     stack.pop_back();
@@ -387,10 +390,23 @@ bool add_to_sum(const Node& x, int64_t k, Sum& s) {
   return true;
 }
 
+// A stable sort. A sum has a few terms and normalize runs for every index node built: those are sorted by insertion,
+// without the buffer std::stable_sort allocates for each call; a long sum (a chain of thousands of additions) by it.
+template <class Less>
+void stable_sort_small(std::vector<Term>& v, Less less) {
+  if (v.size() > 32) {
+    std::stable_sort(v.begin(), v.end(), less);
+    return;
+  }
+  for (size_t k = 1; k < v.size(); ++k)
+    for (size_t j = k; j > 0 && less(v[j], v[j - 1]); --j) std::swap(v[j], v[j - 1]);
+}
+
 // Combines like terms, drops zero ones and sorts: the canonical order.
 bool normalize(Sum& s) {
+  // Terms that compare equal by structure are one node (hash-consing), so any sort orders them alike.
   auto by_structure = [](const Term& a, const Term& b) { return compare_structure(a.node.get(), b.node.get()) < 0; };
-  std::sort(s.terms.begin(), s.terms.end(), by_structure);
+  stable_sort_small(s.terms, by_structure);
   size_t out = 0;
   for (size_t k = 0; k < s.terms.size(); ++k) {
     if (out > 0 && s.terms[out - 1].node == s.terms[k].node) {
@@ -401,7 +417,7 @@ bool normalize(Sum& s) {
   }
   s.terms.resize(out);
   std::erase_if(s.terms, [](const Term& t) { return t.coef == 0; });
-  std::stable_sort(s.terms.begin(), s.terms.end(), [](const Term& a, const Term& b) { return a.coef > b.coef; });
+  stable_sort_small(s.terms, [](const Term& a, const Term& b) { return a.coef > b.coef; });
   return true;
 }
 
