@@ -1,6 +1,10 @@
 #include "framework/schedule/realize_map.hpp"
 
+#include <array>
 #include <unordered_map>
+#include <vector>
+
+#include "framework/ir/node_table.hpp"
 
 #include "framework/ir/shape_of.hpp"
 
@@ -29,13 +33,17 @@ constexpr int kExpensiveOps = 16;
 // The ALU ops of n's value per element, down to what is realized (loads) and reduces (realized or fused: their cost
 // is not per element of n), counting each node once; stops counting at `limit`.
 int elementwise_cost(const NodeData* n, const std::unordered_set<const NodeData*>& realized, int limit) {
-  std::unordered_set<const NodeData*> seen;
-  std::vector<const NodeData*> stack{n};
+  // A thread's table and stack, reused: this runs for every elementwise node a kernel reads through an EXPAND, and a
+  // std::unordered_set allocated a bucket per node each time.
+  thread_local NodeTable seen;
+  thread_local std::vector<const NodeData*> stack;
+  seen.clear();
+  stack.assign(1, n);
   int cost = 0;
   while (!stack.empty() && cost < limit) {
     const NodeData* m = stack.back();
     stack.pop_back();
-    if (!seen.insert(m).second || (m != n && realized.count(m)) || m->op == Op::REDUCE_AXIS) continue;
+    if (!seen.insert(m) || (m != n && realized.count(m)) || m->op == Op::REDUCE_AXIS) continue;
     if (is_elementwise(m->op) && m->op != Op::CAST && m->op != Op::BITCAST) ++cost;
     for (const Node& s : m->src) stack.push_back(s.get());
   }
@@ -101,12 +109,11 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
 
   // Walk each kernel's graph from its realized root down to the next realized nodes, tracking whether the path
   // went through an EXPAND; new realized nodes start walks of their own.
+  // (node, expanded, below a reduce) of one kernel's walk: a table per pair of flags, a thread's, emptied per walk
+  // (a std::unordered_set allocated a bucket per visit).
+  thread_local std::array<NodeTable, 4> visited;
   while (!work.empty()) {
-    // (node, expanded, below a reduce) of this kernel's walk
-    std::unordered_set<uint64_t> visited;
-    auto visit_key = [](const NodeData* n, bool e, bool r) {
-      return reinterpret_cast<uint64_t>(n) * 4 + (e ? 1 : 0) + (r ? 2 : 0);
-    };
+    for (NodeTable& v : visited) v.clear();
     const NodeData* root = work.back();
     work.pop_back();
     struct Visit {
@@ -122,7 +129,7 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
     while (!stack.empty()) {
       auto [n, expanded, in_reduce] = stack.back();
       stack.pop_back();
-      if (!visited.insert(visit_key(n, expanded, in_reduce)).second) continue;
+      if (!visited[(expanded ? 1 : 0) + (in_reduce ? 2 : 0)].insert(n)) continue;
       if (realized.count(n)) continue;
       bool realize = false;
       switch (n->op) {

@@ -1,7 +1,8 @@
 #include "framework/schedule/split_reduce.hpp"
 
-#include <unordered_map>
+#include <vector>
 
+#include "framework/ir/node_table.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/tensor/build.hpp"
 
@@ -37,25 +38,41 @@ Node split(const Node& reduce, const Node& x, const SplitLimits& lim) {
   return nullptr;
 }
 
+// Every schedule-cache miss walks the whole graph here, and on the CPU device nothing splits: the walk allocates
+// nothing for a node none of whose sources changed (map_sources built a source vector per node), and its memo is a
+// thread's NodeTable (an unordered_map allocated a bucket per node).
 class Splitter {
  public:
   explicit Splitter(const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on)
-      : limits_on_(limits_on) {}
+      : limits_on_(limits_on) {
+    memo_.clear();
+  }
 
   Node visit(const Node& n) {
-    if (auto it = memo_.find(n.get()); it != memo_.end()) return it->second;
-    Node out = map_sources(n, [this](const Node& s) { return visit(s); });
+    if (const uint32_t* k = memo_.find(n.get())) return results_[*k];
+    Node out = n;
+    std::vector<Node> src;  // the new sources, once one changed
+    for (size_t k = 0; k < n->src.size(); ++k) {
+      Node s = visit(n->src[k]);
+      if (src.empty() && s != n->src[k]) src.assign(n->src.begin(), n->src.end());
+      if (!src.empty()) src[k] = std::move(s);
+    }
+    if (!src.empty()) out = make_node(n->op, n->dtype, std::move(src), n->i, n->f, n->s);
     if (out->op == Op::REDUCE_AXIS)
       if (const std::optional<SplitLimits> lim = limits_on_(out->device()))
         if (Node s = split(out, out->src[0], *lim)) out = s;
-    memo_.emplace(n.get(), out);
+    memo_.insert(n.get(), static_cast<uint32_t>(results_.size()));
+    results_.push_back(out);  // (the keys need no keeping: each is a node of the graph, alive while it is walked)
     return out;
   }
 
  private:
   const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on_;
-  std::unordered_map<const NodeData*, Node> memo_;
+  static thread_local NodeTable memo_;  // node -> index into results_
+  std::vector<Node> results_;
 };
+
+thread_local NodeTable Splitter::memo_;
 
 }  // namespace
 
