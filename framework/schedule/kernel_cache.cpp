@@ -32,6 +32,18 @@ uint64_t head(Kind k, uint64_t op, DType t) {
   return static_cast<uint64_t>(k) | op << 8 | static_cast<uint64_t>(t) << 24;
 }
 
+// A KeyWalk's storage: a thread's, reused walk after walk (a walk runs for every kernel of every miss; growing fresh
+// vectors was a fifth of its cost).
+struct KeyScratch {
+  NodeTable positions;  // node -> position
+  std::vector<uint64_t> words;
+  std::vector<const NodeData*> nodes;  // by position
+  std::vector<uint32_t> slots;         // by number: the schedule slot
+  std::vector<uint32_t> vars;          // by number: the call's variable
+  std::vector<uint32_t> src;           // a stack of source positions, while their node is written
+  std::vector<uint64_t> var_pos;       // likewise for the variables of symbolic dimensions
+};
+
 // The key of one kernel's lowering: the subgraph lower_kernel visits from `root`, in post-order, each node once
 // (sources by position, so shared nodes stay shared). Buffers are numbered by first appearance, the root's output
 // first (a load from the output's own buffer gets 0 too), and the call's variables likewise, so the same kernel
@@ -39,16 +51,30 @@ uint64_t head(Kind k, uint64_t op, DType t) {
 class KeyWalk {
  public:
   KeyWalk(const NodeData* root, uint32_t out_slot, const std::unordered_map<const NodeData*, uint32_t>& realized,
-          const LocalAxes& local, NodeTable& positions)
-      : root_(root), realized_(realized), local_(local), pos_(positions) {
+          const LocalAxes& local, KeyScratch& scratch)
+      : words(scratch.words),
+        nodes(scratch.nodes),
+        slots(scratch.slots),
+        vars(scratch.vars),
+        root_(root),
+        realized_(realized),
+        local_(local),
+        pos_(scratch.positions),
+        src_(scratch.src),
+        var_pos_(scratch.var_pos) {
     pos_.clear();
-    slots.push_back(out_slot);
+    words.clear();
+    nodes.clear();
+    slots.assign(1, out_slot);
+    vars.clear();
+    src_.clear();
+    var_pos_.clear();
   }
 
-  std::vector<uint64_t> words;
-  std::vector<const NodeData*> nodes;  // by position
-  std::vector<uint32_t> slots;         // by number: the schedule slot
-  std::vector<uint32_t> vars;          // by number: the call's variable
+  std::vector<uint64_t>& words;
+  std::vector<const NodeData*>& nodes;
+  std::vector<uint32_t>& slots;
+  std::vector<uint32_t>& vars;
 
   uint32_t visit(const NodeData* n) {
     if (const uint32_t* p = pos_.find(n)) return *p;
@@ -148,8 +174,8 @@ class KeyWalk {
   const std::unordered_map<const NodeData*, uint32_t>& realized_;
   const LocalAxes& local_;
   NodeTable& pos_;
-  std::vector<uint32_t> src_;      // a stack of source positions, while their node is written
-  std::vector<uint64_t> var_pos_;  // likewise for the variables of symbolic dimensions
+  std::vector<uint32_t>& src_;
+  std::vector<uint64_t>& var_pos_;
 };
 
 uint64_t hash_words(const std::vector<uint64_t>& w) {
@@ -205,8 +231,8 @@ bool code_cache_applies() { return !render_hook_set() && knobs::beam() == 0; }
 LoweredKernel lower_kernel_cached(const Node& root, uint32_t out_slot,
                                   const std::unordered_map<const NodeData*, uint32_t>& realized,
                                   const LocalAxes& local) {
-  thread_local NodeTable positions;
-  KeyWalk walk(root.get(), out_slot, realized, local, positions);
+  thread_local KeyScratch scratch;
+  KeyWalk walk(root.get(), out_slot, realized, local, scratch);
   walk.visit(root.get());
   const uint64_t hash = hash_words(walk.words);
   {
@@ -233,11 +259,11 @@ LoweredKernel lower_kernel_cached(const Node& root, uint32_t out_slot,
   e.ast = k.ast;
   if (!numbers_of(k.slots, walk.slots, e.slots) || !numbers_of(k.vals, walk.vars, e.vals)) return k;
   for (const NodeData* r : k.reads) {
-    const uint32_t* p = positions.find(r);
+    const uint32_t* p = scratch.positions.find(r);
     if (!p) return k;
     e.reads.push_back(*p);
   }
-  e.words = std::move(walk.words);
+  e.words = walk.words;
   std::lock_guard lock(g_mu);
   if (lowerings().size() >= kMaxEntries) lowerings().clear();
   lowerings().emplace(hash, std::move(e));
