@@ -154,12 +154,13 @@ class CRenderer {
 
     RenderedKernel rk;
     rk.num_bufs = 0;
+    const std::vector<const NodeData*> nodes = toposort({kernel});  // one sort for the three walks below
     std::vector<const NodeData*> params;
-    for (const NodeData* n : toposort({kernel}))
+    for (const NodeData* n : nodes)
       if (n->op == Op::PARAM) params.push_back(n);
     std::sort(params.begin(), params.end(), [](auto* a, auto* b) { return a->i[0] < b->i[0]; });
     rk.num_bufs = static_cast<uint32_t>(params.size());
-    for (const NodeData* n : toposort({kernel}))
+    for (const NodeData* n : nodes)
       if (n->op == Op::VAR_PARAM) rk.num_vals = std::max(rk.num_vals, static_cast<uint32_t>(n->i[0] + 1));
     for (const NodeData* p : params) rk.bytes += static_cast<double>(p->i[1]) * dtype_size(p->dtype);
 
@@ -167,7 +168,7 @@ class CRenderer {
     std::vector<int64_t> reduce_extents;
     bool has_reduce = false;
     double alu_ops = 0;
-    for (const NodeData* n : toposort({kernel})) {
+    for (const NodeData* n : nodes) {
       if (n->op == Op::REDUCE) has_reduce = true;
       if (n->op == Op::RANGE && n->i[2] == 1) reduce_extents.push_back(n->i[1]);
       if (is_elementwise(n->op) && n->op != Op::CAST && n->op != Op::BITCAST && is_float(n->dtype)) alu_ops += 1;
@@ -303,7 +304,16 @@ class CRenderer {
       root_.lines.push_back("hcq_amx_end();");
     }
 
-    std::string src = c_prelude(facts_.target);
+    // The source is written into one string sized up front, each line appended in place (a temporary per line and
+    // the prelude assembled anew per kernel were a tenth of the renderer's time).
+    static const std::string preludes[] = {c_prelude(Target::cpu), c_prelude(Target::amdgpu), c_prelude(Target::cuda)};
+    const std::string& prelude = preludes[static_cast<size_t>(facts_.target)];
+    size_t size = prelude.size() + 256 * (params.size() + shared_.size() + 2);
+    for (const auto& [name, definition] : helpers_) size += definition.size();
+    for (const std::string& l : root_.lines) size += l.size() + 3;
+    std::string src;
+    src.reserve(size);
+    src += prelude;
     for (const auto& [name, definition] : helpers_) src += definition;
     // A grouped reduce's or a GPU tile's body runs once per thread (barriers need each thread's own flow):
     // HCQ_THREAD_KERNEL.
@@ -318,7 +328,7 @@ class CRenderer {
       src += std::string("  ") + (p->i[0] == 0 ? "" : "const ") + storage_type(p->dtype) + restrict_kw + k +
              " = HCQ_BUF(" + storage_type(p->dtype) + ", " + k + ");\n";
     }
-    for (const std::string& l : root_.lines) src += "  " + l + "\n";
+    for (const std::string& l : root_.lines) ((src += "  ") += l) += '\n';
     src += "}\n";
     rk.source = std::move(src);
     return rk;
