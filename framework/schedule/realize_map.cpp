@@ -67,13 +67,15 @@ bool expensive(Op op) {
   }
 }
 
-// Expensive ops in n's elementwise tree, down to reduces and leaves (memoised: the graph is a DAG).
-int expensive_ops(const NodeData* n, std::unordered_map<const NodeData*, int>& memo) {
+// Expensive ops in n's elementwise tree, down to reduces and leaves (memoised, per realize_map call, in a NodeTable:
+// the graph is a DAG, and an unordered_map allocated a bucket per node).
+int expensive_ops(const NodeData* n, NodeTable& memo) {
   if (n->op == Op::REDUCE_AXIS || n->src.empty()) return 0;
-  if (auto it = memo.find(n); it != memo.end()) return it->second;
+  if (const uint32_t* c = memo.find(n)) return static_cast<int>(*c);
   int c = expensive(n->op) ? 1 : 0;
   for (const Node& s : n->src) c += expensive_ops(s.get(), memo);
-  return memo[n] = c;
+  memo.insert(n, static_cast<uint32_t>(c));
+  return c;
 }
 
 // An elementwise value with at least this many expensive ops, that two kernels use and one of them reads through
@@ -100,7 +102,8 @@ std::unordered_set<const NodeData*> realize_map(const std::vector<Node>& roots,
   // The same for expensive elementwise values (kRealizeExpensiveOps): the first kernel, and whether any reached it
   // through an EXPAND.
   std::unordered_map<const NodeData*, std::pair<const NodeData*, bool>> ew_reached_by;
-  std::unordered_map<const NodeData*, int> cost;
+  thread_local NodeTable cost;  // expensive_ops' memo
+  cost.clear();
   std::unordered_set<const NodeData*> realized(extra.begin(), extra.end());
   std::vector<const NodeData*> work;
   for (const Node& r : roots)
