@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 
 #include "framework/codegen/c_prelude.hpp"
 #include "framework/codegen/render.hpp"
+#include "framework/ir/node_table.hpp"
 #include "framework/ir/shape_of.hpp"
 #include "framework/ir/symbolic.hpp"
 #include "framework/schedule/lower.hpp"
@@ -622,11 +624,12 @@ class CRenderer {
     if (!facts_.optimize || out_ranges.empty() || facts_.target != Target::cpu) return;
     const NodeData* r = out_ranges.back();
     const NodeData* reduce = nullptr;
-    for (const NodeData* n : toposort({kernel}))
+    bool local_array = false;  // local arrays are filled by scalar loops; no lanes through them
+    for (const NodeData* n : toposort({kernel})) {
       if (n->op == Op::REDUCE) reduce = n;
-    if (!reduce) return;
-    for (const NodeData* n : toposort({kernel}))
-      if (n->op == Op::BUFFERIZE) return;  // local arrays are filled by scalar loops; no lanes through them
+      local_array = local_array || n->op == Op::BUFFERIZE;
+    }
+    if (!reduce || local_array) return;
     const DType t = kernel->src[0]->src[0]->dtype;
     const int64_t u = t == DType::int64 ? 8 : 16;
     if (r->i[1] % u != 0) return;
@@ -1665,7 +1668,7 @@ class CRenderer {
 
   // The ranges a node depends on (sorted ids), minus the ranges a REDUCE consumes.
   const std::vector<const NodeData*>& deps(const NodeData* n) {
-    if (auto it = deps_.find(n); it != deps_.end()) return it->second;
+    if (const uint32_t* k = deps_.index.find(n)) return deps_.lists[*k];
     std::vector<const NodeData*> out;
     if (n->op == Op::RANGE) out.push_back(n);
     const bool owns_ranges = n->op == Op::REDUCE || n->op == Op::BUFFERIZE;
@@ -1676,7 +1679,8 @@ class CRenderer {
     }
     if (owns_ranges)
       for (size_t k = 1; k < n->src.size(); ++k) std::erase(out, n->src[k].get());
-    return deps_[n] = std::move(out);
+    deps_.index.insert(n, static_cast<uint32_t>(deps_.lists.size()));
+    return deps_.lists.emplace_back(std::move(out));
   }
 
   Scope* scope_of(const NodeData* n) {
@@ -1936,7 +1940,16 @@ class CRenderer {
   std::vector<std::unique_ptr<Scope>> owned_;
   std::unordered_map<const NodeData*, Scope*> range_scope_;
   std::unordered_map<const NodeData*, std::string> names_;
-  std::unordered_map<const NodeData*, std::vector<const NodeData*>> deps_;
+  // deps' memo, node -> the ranges it depends on: a NodeTable into a deque (whose elements stay put while deps
+  // recurses), where an unordered_map allocated a bucket per node of every kernel rendered.
+  struct DepsMemo {
+    NodeTable index;
+    std::deque<std::vector<const NodeData*>> lists;
+    void clear() {
+      index.clear();
+      lists.clear();
+    }
+  } deps_;
   std::map<std::string, std::string> helpers_;  // name -> definition, emitted before the kernel
   int next_var_ = 0;
 };
