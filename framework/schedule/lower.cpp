@@ -52,12 +52,23 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
+// Whether x * 1, x / 1 and x + 0 simplify to x itself: x is a fixed point of the symbolic rules (marked) and takes
+// more than one value (the rules fold an expression whose bounds hold one value to a constant first; otherwise the
+// identities fire before anything else). The lowering then uses x without building and simplifying the expression.
+bool passes_unchanged(const Node& x) { return x->simplified.load(std::memory_order_relaxed) && x->vmin != x->vmax; }
+
+// sum over k of idx[k] * stride[k], simplified: the same node as adding the terms one by one to 0, built without the
+// steps whose result is known (0 + t is t, t being simplified; x * 1 is x when passes_unchanged), which were a third
+// of the make_node calls of a load's index (a load of every buffer a kernel reads).
 Node flat_index(const std::vector<Node>& idx, const Shape& shape) {
   const std::vector<int64_t> st = strides_of(shape);
-  Node flat = index_const(0);
-  for (size_t k = 0; k < idx.size(); ++k)
-    if (shape[k] != 1) flat = idx_add(flat, idx_mul(idx[k], st[k]));
-  return flat;
+  Node flat;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (shape[k] == 1) continue;
+    Node term = st[k] == 1 && passes_unchanged(idx[k]) ? idx[k] : idx_mul(idx[k], st[k]);
+    flat = flat ? idx_add(flat, term) : std::move(term);
+  }
+  return flat ? flat : index_const(0);
 }
 
 class Lowerer {
@@ -173,7 +184,7 @@ class Lowerer {
             src_idx[k] = index_const(0);
             continue;
           }
-          Node v = idx_div(flat, st[k]);
+          Node v = st[k] == 1 && passes_unchanged(flat) ? flat : idx_div(flat, st[k]);
           if (st[k] * in[k] < total || k > 0) v = idx_mod(v, in[k]);
           src_idx[k] = v;
         }
@@ -192,7 +203,9 @@ class Lowerer {
       }
       case Op::SHRINK: {
         std::vector<Node> src_idx(idx.size());
-        for (size_t k = 0; k < idx.size(); ++k) src_idx[k] = idx_add(idx[k], index_const(n->i[2 * k]));
+        for (size_t k = 0; k < idx.size(); ++k)
+          src_idx[k] =
+              n->i[2 * k] == 0 && passes_unchanged(idx[k]) ? idx[k] : idx_add(idx[k], index_const(n->i[2 * k]));
         return value(n->src[0], src_idx, gate);
       }
       case Op::FLIP: {
@@ -208,7 +221,7 @@ class Lowerer {
         Node valid = const_node(DType::bool_, 1);
         for (size_t k = 0; k < idx.size(); ++k) {
           const int64_t before = n->i[2 * k];
-          src_idx[k] = idx_add(idx[k], index_const(-before));
+          src_idx[k] = before == 0 && passes_unchanged(idx[k]) ? idx[k] : idx_add(idx[k], index_const(-before));
           valid = bool_and(valid, bool_and(idx_ge(idx[k], before), idx_lt(idx[k], before + in[k])));
         }
         valid = simplify(valid);
