@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "hcq/backend/cpu_relax.hpp"
 #include "hcq/backend/process.hpp"
 #include "hcq/backend/signal_pool.hpp"
 #include "hcq/error.hpp"
@@ -23,14 +24,6 @@ constexpr auto kMaxSleep = std::chrono::microseconds(1000);
 // The longest one blocking sleep lasts (with a waking writer); after it the value, the timeout and the check are
 // looked at again, so a wake-up that never comes costs at most this much.
 constexpr auto kBlockSlice = std::chrono::milliseconds(10);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 inline uint64_t load_acquire(uint64_t* p) { return std::atomic_ref<uint64_t>(*p).load(std::memory_order_acquire); }
 

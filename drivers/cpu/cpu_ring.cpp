@@ -5,17 +5,12 @@
 #include <thread>
 
 #include "cpu_commands.hpp"
+#include "hcq/backend/cpu_relax.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
 
 namespace hcq::cpu {
 namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // The longest prefix of `words` made of whole commands and at most `limit` dwords long.
 size_t whole_commands_prefix(std::span<const uint32_t> words, uint64_t limit, const std::string& ring) {
