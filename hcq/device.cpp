@@ -210,7 +210,7 @@ void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std:
     if (error_) std::rethrow_exception(error_);
   };
   // A device that wakes its waiters (sleep_on_signal) gets them blocked there rather than backing off.
-  auto sleep = [this, &s](std::chrono::microseconds limit) { return sleep_on_signal(s, limit); };
+  auto sleep = [this, &s, value](std::chrono::microseconds limit) { return sleep_on_signal(s, value, limit); };
   try {
     s.wait(value, timeout, check, sleep);
   } catch (const TimeoutError& e) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "cpu_features.hpp"
 #include "cpu_limits.hpp"
@@ -58,8 +59,9 @@ CpuDevice::CpuDevice(std::string name)
                                     cat(this->name(), " ", to_string(kind), " queue"));
     }
     pool_ = std::make_unique<CpuThreadPool>(knobs::cpu_threads() - 1);
-    workers_[0] = std::make_unique<CpuWorker>(*this, "compute", *rings_[0], *mappings_, pool_.get());
-    workers_[1] = std::make_unique<CpuWorker>(*this, "copy", *rings_[1], *mappings_, nullptr);
+    spare_core_ = std::thread::hardware_concurrency() > knobs::cpu_threads();
+    workers_[0] = std::make_unique<CpuWorker>(*this, "compute", *rings_[0], *mappings_, signal_wake_, pool_.get());
+    workers_[1] = std::make_unique<CpuWorker>(*this, "copy", *rings_[1], *mappings_, signal_wake_, nullptr);
     init_runtime(std::make_unique<HCQAllocator>(*this));
   } catch (...) {
     shutdown_runtime();
@@ -229,6 +231,22 @@ std::unique_ptr<Program> CpuDevice::load_program(const std::string& name, std::s
                            desc.nvals, " values"));
   const KernelEntry entry{reinterpret_cast<KernelFn>(fn->addr), desc.nbufs, desc.nvals};
   return std::make_unique<CpuProgram>(*this, name, std::move(image), entry, next_program_handle_++);
+}
+
+bool CpuDevice::sleep_on_signal(const Signal& s, uint64_t target, std::chrono::microseconds limit) const {
+  // The timeline only: this device's workers write it, and wake whoever sleeps. Any other signal may be written by
+  // the host or another device, which wake no one (those waits back off instead). The host also writes the timeline
+  // (set_timeline_value, after a synchronize, when no one waits for it): a sleeper it would leave asleep wakes by
+  // kMaxTimelineSleep, and the wait looks again.
+  if (!(s == timeline_signal())) return false;
+  constexpr std::chrono::microseconds kMaxTimelineSleep{1000};
+  // With a core to spare (fewer kernel threads than cores) the waiter polls for a while before it sleeps: it takes
+  // no core a worker needs, and sees the end of the work at once instead of after a wake-up. This is CUDA's own
+  // choice for a synchronising host thread (spin while its contexts are fewer than the processors, else yield).
+  constexpr std::chrono::microseconds kSpinWithSpareCore{1000};
+  signal_wake_.sleep(s.host_ptr(), target, std::min(limit, kMaxTimelineSleep),
+                     spare_core_ ? kSpinWithSpareCore : std::chrono::microseconds{});
+  return true;
 }
 
 std::string CpuDevice::describe_state() const {

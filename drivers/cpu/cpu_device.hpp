@@ -18,6 +18,7 @@
 
 #include "cpu_compiler.hpp"
 #include "cpu_mappings.hpp"
+#include "cpu_signal_wake.hpp"
 #include "hcq/backend/signal_pool.hpp"
 #include "hcq/device.hpp"
 
@@ -51,9 +52,12 @@ class CpuDevice final : public Device, private SignalPool::PageMapper {
 
   double ticks_to_us(uint64_t ticks) const override { return static_cast<double>(ticks) / 1000.0; }
   std::string describe_state() const override;
+  // A wait for the timeline sleeps until the worker that writes it wakes it (cpu_signal_wake.hpp).
+  bool sleep_on_signal(const Signal& s, uint64_t target, std::chrono::microseconds limit) const override;
   std::vector<capture::RingDump> pending_rings() const override;
 
   CpuMappings& mappings() { return *mappings_; }
+  const CpuSignalWake& signal_wake() const { return signal_wake_; }
 
  private:
   void map_signal_page(void* addr, size_t size) override;
@@ -76,6 +80,8 @@ class CpuDevice final : public Device, private SignalPool::PageMapper {
 
   std::array<Allocation, 2> ring_memory_{};
   std::array<std::unique_ptr<CpuRing>, 2> rings_;
+  CpuSignalWake signal_wake_;  // before the workers, which use it
+  bool spare_core_ = false;    // fewer kernel threads (HCQ_CPU_THREADS) than cores: a waiter may poll
   std::unique_ptr<CpuThreadPool> pool_;
   std::array<std::unique_ptr<CpuWorker>, 2> workers_;
   CpuCompiler compiler_;

@@ -11,6 +11,7 @@
 #include "cpu_commands.hpp"
 #include "cpu_limits.hpp"
 #include "cpu_thread_pool.hpp"
+#include "hcq/backend/cpu_relax.hpp"
 #include "hcq/device.hpp"
 #include "hcq/error.hpp"
 #include "hcq/knobs.hpp"
@@ -27,12 +28,6 @@ constexpr auto kIdleSpin = std::chrono::microseconds(50);
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 constexpr auto kFirstNap = std::chrono::microseconds(5);
 constexpr auto kMaxNap = std::chrono::microseconds(500);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 template <class T>
 T load_acquire(uint64_t addr) {
@@ -53,8 +48,9 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-CpuWorker::CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings, CpuThreadPool* pool)
-    : device_(device), queue_(std::move(queue)), ring_(ring), mappings_(mappings), pool_(pool) {
+CpuWorker::CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings,
+                     const CpuSignalWake& wake, CpuThreadPool* pool)
+    : device_(device), queue_(std::move(queue)), ring_(ring), mappings_(mappings), wake_(wake), pool_(pool) {
   thread_ = std::thread([this] { run(); });
   // Thread names show up in debuggers and top; the kernel keeps 15 characters.
   const std::string name = (device_.name() + "/" + queue_).substr(0, 15);
@@ -207,6 +203,7 @@ bool CpuWorker::execute(const uint32_t* cmd, const Where& at) {
       // clock, then publish the value with release so a reader that sees it also sees the clock and all results.
       store<uint64_t>(addr + 8, monotonic_ns(), std::memory_order_relaxed);
       store<uint64_t>(addr, join64(p[2], p[3]), std::memory_order_release);
+      wake_.wake(reinterpret_cast<uint64_t*>(addr));
       return true;
     }
     case Opcode::write32:

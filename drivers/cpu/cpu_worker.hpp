@@ -13,6 +13,7 @@
 
 #include "cpu_mappings.hpp"
 #include "cpu_ring.hpp"
+#include "cpu_signal_wake.hpp"
 
 namespace hcq {
 class Device;
@@ -26,7 +27,9 @@ class CpuWorker {
  public:
   // `queue` names the queue in messages ("compute", "copy"). Everything referenced must outlive the worker.
   // `pool` (may be null) spreads the workgroups of EXEC over helper threads.
-  CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings, CpuThreadPool* pool);
+  // `wake` is told of every signal the worker writes (host threads may sleep on it).
+  CpuWorker(Device& device, std::string queue, CpuRing& ring, const CpuMappings& mappings, const CpuSignalWake& wake,
+            CpuThreadPool* pool);
   ~CpuWorker();  // stops and joins the thread (a command blocked in WAIT or POLL_BIT is abandoned)
   CpuWorker(const CpuWorker&) = delete;
   CpuWorker& operator=(const CpuWorker&) = delete;
@@ -58,6 +61,7 @@ class CpuWorker {
   std::string queue_;
   CpuRing& ring_;
   const CpuMappings& mappings_;
+  const CpuSignalWake& wake_;
   CpuThreadPool* pool_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> faulted_{false};

@@ -195,10 +195,12 @@ class Device : public std::enable_shared_from_this<Device> {
   // a wait on this device sleeps (about every millisecond), when it times out, and by synchronize(). A non-null
   // result becomes the sticky error (record_error) and ends the wait. Must be cheap and thread-safe.
   virtual std::exception_ptr poll_fault() const { return nullptr; }
-  // For backends whose device can wake a host waiter (an interrupt): blocks until `s` may have changed or `limit`
-  // passed and returns true, or returns false at once when the device does not wake waiters of `s` (the wait then
-  // yields and backs off). Spurious wake-ups are fine. Called by wait_signal after a short spin; thread-safe.
-  virtual bool sleep_on_signal(const Signal& /*s*/, std::chrono::microseconds /*limit*/) const { return false; }
+  // For backends whose device can wake a host waiter (an interrupt): blocks until `s` may have reached `target` or
+  // `limit` passed and returns true, or returns false at once when the device does not wake waiters of `s` (the wait
+  // then yields and backs off). Spurious wake-ups are fine. Called by wait_signal after a short spin; thread-safe.
+  virtual bool sleep_on_signal(const Signal& /*s*/, uint64_t /*target*/, std::chrono::microseconds /*limit*/) const {
+    return false;
+  }
 
  private:
   friend class HWQueue;

@@ -243,7 +243,7 @@ class CpuRingTest : public CpuDeviceTest {
   void start(uint64_t dwords) {
     ring_mem_ = alloc(dwords * 4);
     ring_ = std::make_unique<CpuRing>(std::span(static_cast<uint32_t*>(ring_mem_.host_ptr()), dwords), "test ring");
-    worker_ = std::make_unique<CpuWorker>(*dev_, "test", *ring_, dev_->mappings(), nullptr);
+    worker_ = std::make_unique<CpuWorker>(*dev_, "test", *ring_, dev_->mappings(), wake_, nullptr);
     target_ = alloc(4096);
   }
   void TearDown() override {
@@ -265,6 +265,7 @@ class CpuRingTest : public CpuDeviceTest {
   }
 
   Allocation ring_mem_, target_;
+  CpuSignalWake wake_;
   std::unique_ptr<CpuRing> ring_;
   std::unique_ptr<CpuWorker> worker_;
 };

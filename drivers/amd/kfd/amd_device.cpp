@@ -319,7 +319,7 @@ void AmdDevice::watch_faults() {
   }
 }
 
-bool AmdDevice::sleep_on_signal(const Signal& s, std::chrono::microseconds limit) const {
+bool AmdDevice::sleep_on_signal(const Signal& s, uint64_t /*target*/, std::chrono::microseconds limit) const {
   if (event_.mailbox == 0 || !is_timeline(s.addr())) return false;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(limit).count();
   // A spurious return (the event was left set by an earlier signal no one waited for) only costs a re-check.

@@ -76,7 +76,7 @@ class AmdDevice final : public Device, private SignalPool::PageMapper {
  private:
   // Host waits on the timeline signal sleep in WAIT_EVENTS on the signal event, which the queues raise after every
   // timeline write; other signals get no interrupt (false: the wait backs off).
-  bool sleep_on_signal(const Signal& s, std::chrono::microseconds limit) const override;
+  bool sleep_on_signal(const Signal& s, uint64_t target, std::chrono::microseconds limit) const override;
   bool is_timeline(uint64_t addr) const {
     return addr == timeline_addr_[0].load(std::memory_order_relaxed) ||
            addr == timeline_addr_[1].load(std::memory_order_relaxed);
