@@ -20,14 +20,14 @@ uint32_t* low_word(uint64_t* value) { return reinterpret_cast<uint32_t*>(value);
 
 }  // namespace
 
-// Ordering (the two sides of a Dekker handshake): the worker stores the value, then reads the sleeper count; a
-// sleeper counts itself, then reads the value. With both orders kept (the fence, the sequentially consistent
-// read-modify-write), a worker that reads no sleeper wrote its value before the sleeper read it, so the sleeper does
-// not block; and a sleeper that read the old value is counted, so the worker wakes it, or the futex, finding the
-// word changed, does not block.
+// Ordering (the two sides of a Dekker handshake): the worker stores the value, then reads the sleeper count with a
+// read-modify-write; a sleeper counts itself with one, then reads the value. The two read-modify-writes are ordered
+// in the count's modification order: if the worker's comes first (it reads no sleeper), it synchronises with the
+// sleeper's, so the sleeper reads the new value and does not block; if the sleeper's comes first, the worker sees
+// it and wakes it (or the futex, finding the word changed, does not block). A read-modify-write rather than a fence:
+// ThreadSanitizer follows it.
 void CpuSignalWake::wake(uint64_t* value) const noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
   ::syscall(SYS_futex, low_word(value), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 

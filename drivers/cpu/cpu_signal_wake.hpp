@@ -13,7 +13,7 @@ namespace hcq::cpu {
 class CpuSignalWake {
  public:
   // A worker, right after storing a signal's value: wakes the threads sleeping on that signal, if any thread
-  // sleeps (otherwise it costs a fence and a load, no system call).
+  // sleeps (otherwise it costs one atomic read-modify-write, no system call).
   void wake(uint64_t* value) const noexcept;
   // A host thread: blocks until the value at `value` may have reached `target` (a worker wrote it), `limit` passed,
   // or a spurious wake-up; returns at once when it is there already. The caller looks at the value again. It first
