@@ -26,6 +26,11 @@ TargetFacts target_facts(const DeviceInfo& info, unsigned workers, bool optimize
     f.target = Target::cpu;
     f.workers = std::max(1u, workers);
     if (info.cpu_isa) f.cpu_isa = *info.cpu_isa;
+    // Splits: the workers share a kernel's outermost output loop, so a reduce with fewer outputs than workers (a
+    // full sum) runs on one of them. Such a reduce of at least a million elements (where handing half of a kernel
+    // to another worker starts to pay, render_c.cpp's kSplitWork) becomes partial reduces over 8 or more chunks,
+    // which the workers share, and their reduce.
+    if (optimize && f.workers > 1) f.split = SplitLimits{int64_t{1} << 20, f.workers - 1, std::max(8u, f.workers)};
     return f;
   }
   if (info.interface == "kfd" || info.interface == "sim-kfd") f.target = Target::amdgpu;

@@ -44,7 +44,8 @@ struct TargetFacts {
   // groups a workgroup's threads over each output (render_c.cpp, group_threads).
   int64_t group_max_outputs = 0;
   int64_t group_min_reduce = 0;
-  // GPUs: when a reduce becomes two kernels; nullopt on the CPU device (and without optimisation).
+  // When a reduce becomes two kernels: on GPUs, to fill the compute units; on the CPU device, to share a large
+  // reduce with too few outputs among the workers. nullopt without optimisation (and on a CPU device of one worker).
   std::optional<SplitLimits> split;
   // GPUs: the widest vector load or store an elementwise kernel's thread makes, in bytes (render_c.cpp); 0: none.
   uint32_t vector_bytes = 0;

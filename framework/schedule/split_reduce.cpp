@@ -38,7 +38,7 @@ Node split(const Node& reduce, const Node& x, const SplitLimits& lim) {
   return nullptr;
 }
 
-// Every schedule-cache miss walks the whole graph here, and on the CPU device nothing splits: the walk allocates
+// Every schedule-cache miss walks the whole graph here, and on the CPU device most graphs split nothing: the walk allocates
 // nothing for a node none of whose sources changed (map_sources built a source vector per node), and its memo is a
 // thread's NodeTable (an unordered_map allocated a bucket per node).
 class Splitter {

@@ -100,9 +100,17 @@ TEST(FrameworkGpuFacts, FollowTheDevicesReport) {
   EXPECT_EQ(ampere.split->min_reduce, 82 * 128);
   EXPECT_EQ(ampere.split->max_parts, 82);
 
-  // Without optimisation nothing splits; the CPU device never does.
+  // Without optimisation nothing splits. The CPU device splits a reduce of a million elements or more with fewer
+  // outputs than workers into at least 8 parts, when it has more than one worker.
   EXPECT_FALSE(target_facts(gpu_info("sim-rm", 32, 82, 99 * 1024), 1, false).split.has_value());
-  EXPECT_FALSE(target_facts(gpu_info("cpu", 1, 2, 64 * 1024), 2, true).split.has_value());
+  const TargetFacts cpu = target_facts(gpu_info("cpu", 1, 2, 64 * 1024), 2, true);
+  ASSERT_TRUE(cpu.split.has_value());
+  EXPECT_EQ(cpu.split->min_reduce, 1 << 20);
+  EXPECT_EQ(cpu.split->max_outputs, 1);
+  EXPECT_EQ(cpu.split->max_parts, 8);
+  EXPECT_EQ(target_facts(gpu_info("cpu", 1, 2, 64 * 1024), 16, true).split->max_parts, 16);
+  EXPECT_FALSE(target_facts(gpu_info("cpu", 1, 2, 64 * 1024), 1, true).split.has_value());
+  EXPECT_FALSE(target_facts(gpu_info("cpu", 1, 2, 64 * 1024), 2, false).split.has_value());
 }
 
 // A grouped reduce's workgroup is four waves: 256 threads on a wave64 device, 128 on a wave32 one; a device with too

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "hcq/device.hpp"
+#include "hcq/knobs.hpp"
+#include "hcq/registry.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
@@ -92,6 +95,19 @@ TEST(FrameworkKernelCount, ChainOfTwentyElementwiseIsOneKernel) {
   Tensor y = x;
   for (int k = 0; k < 20; ++k) y = (k % 2) ? y * 1.01 : y + 0.5;
   EXPECT_EQ(kernels_for(y), 1u);
+}
+
+// A full sum of 2M floats has one output, so the workers sharing a kernel's outputs would leave all but one idle:
+// it becomes 8 partial sums the workers share, then their sum (on a GPU, partial sums per compute unit). A CPU
+// device of one worker keeps one kernel.
+TEST(FrameworkKernelCount, LargeFullSumIsSplitForTheWorkers) {
+  Tensor x = filled({1 << 21}, 0);
+  Tensor s = x.sum();
+  const bool one_worker = open_device(x.device()).info().interface == "cpu" && knobs::cpu_threads() == 1;
+  EXPECT_EQ(kernels_for(s), one_worker ? 1u : 2u);
+  double want = 0;
+  for (float v : x.data<float>()) want += v;
+  EXPECT_NEAR(s.item(), want, 1e-5 * std::abs(want));
 }
 
 }  // namespace
