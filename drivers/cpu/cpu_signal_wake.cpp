@@ -4,11 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <climits>
 #include <ctime>
 
-#include <algorithm>
 #include "hcq/backend/cpu_relax.hpp"
 
 namespace hcq::cpu {
