@@ -3,17 +3,40 @@
 #include <algorithm>
 #include <chrono>
 
+#include "hcq/backend/cpu_relax.hpp"
+
 namespace hcq::cpu {
 namespace {
 
-// How long a helper keeps looking for the next job before it sleeps: long enough to catch back-to-back launches,
-// short enough not to steal a core from the host for long.
-constexpr auto kHelperSpin = std::chrono::microseconds(20);
+// How long helpers keep spinning after a job, for the next one (a training step's multi-workgroup kernels come
+// tens of microseconds apart), and at most after the queue runs out of commands, for the next batch (submitted once
+// the host has read a result and copied the next input in). OpenMP runtimes spin for milliseconds; past their first
+// 50 us of spinning the helpers yield between looks (spin_until), so a thread with work keeps its core.
+constexpr int64_t kJobSpinNs = 1'000'000;
+constexpr int64_t kIdleSpinNs = 200'000;
+// A spinning thread pauses between looks for this long, then yields between them, so that a thread of the same
+// process that has work (another device's worker, a descheduled helper, the host) gets the core when there are more
+// threads than cores.
+constexpr int64_t kPauseNs = 50'000;
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Spins until done() holds: pauses for kPauseNs, then yields.
+template <class Done>
+void spin_until(Done done) {
+  const int64_t pause_until = steady_ns() + kPauseNs;
+  bool pausing = true;
+  while (!done()) {
+    if (pausing && steady_ns() < pause_until) {
+      cpu_relax();
+    } else {
+      pausing = false;
+      std::this_thread::yield();
+    }
+  }
 }
 
 }  // namespace
@@ -24,12 +47,9 @@ CpuThreadPool::CpuThreadPool(unsigned helpers) {
 }
 
 CpuThreadPool::~CpuThreadPool() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  wake_sleepers();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -41,53 +61,72 @@ void CpuThreadPool::work_on(Job& job) {
   }
 }
 
+void CpuThreadPool::wake_sleepers() {
+  // The caller's store (a generation, stop_) comes first: a helper that counted itself a sleeper after
+  // this load sees that store in its predicate. One that counted itself before holds mu_ until it waits.
+  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+  {
+    std::lock_guard lock(mu_);
+  }
+  wake_.notify_all();
+}
+
+void CpuThreadPool::queue_idle() {
+  // Only the queue's worker writes the deadline (here and in parallel_for), so a plain read-modify-write will do.
+  spin_helpers_until(std::min(awake_until_.load(std::memory_order_relaxed), steady_ns() + kIdleSpinNs));
+}
+
 void CpuThreadPool::parallel_for(uint64_t n, RangeFn fn, void* ctx) {
   if (n == 0) return;
   if (threads_.empty() || n == 1) {
     fn(ctx, 0, n);
     return;
   }
-  {
-    std::lock_guard lock(mu_);
-    job_.fn = fn;
-    job_.ctx = ctx;
-    job_.n = n;
-    // Several chunks per thread balance uneven workgroups; not so many that the counter becomes the bottleneck.
-    job_.chunk = std::max<uint64_t>(1, n / (uint64_t{helpers() + 1} * 8));
-    job_.next.store(0, std::memory_order_relaxed);
-    job_open_ = true;
-    // Under the lock: a helper checks the generation under it before sleeping, so the bump cannot be missed.
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
+  job_.fn = fn;
+  job_.ctx = ctx;
+  job_.n = n;
+  // Several chunks per thread balance uneven workgroups; not so many that the counter becomes the bottleneck.
+  job_.chunk = std::max<uint64_t>(1, n / (uint64_t{helpers() + 1} * 8));
+  job_.next.store(0, std::memory_order_relaxed);
+  const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
+  open_.store(g, std::memory_order_seq_cst);  // after the job's fields: a helper that sees g sees them
+  generation_.store(g, std::memory_order_seq_cst);
+  wake_sleepers();
 
   work_on(job_);
 
-  // Close the job so late helpers skip it, then wait for those inside to finish their chunks.
-  std::unique_lock lock(mu_);
-  job_open_ = false;
-  finished_.wait(lock, [this] { return busy_ == 0; });
+  // Close the job, then wait for the helpers inside it to finish their chunks. A helper counts itself in busy_
+  // before it checks open_, and the caller closes open_ before it reads busy_ (both sequentially consistent): either
+  // the helper sees the job closed, or the caller sees the helper and waits for it.
+  open_.store(0, std::memory_order_seq_cst);
+  spin_until([this] { return busy_.load(std::memory_order_seq_cst) == 0; });
+  spin_helpers_until(steady_ns() + kJobSpinNs);
+}
+
+bool CpuThreadPool::keep_spinning(uint64_t seen) const {
+  if (generation_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed)) return false;
+  return steady_ns() < awake_until_.load(std::memory_order_relaxed);
 }
 
 void CpuThreadPool::helper_main() {
-  uint64_t seen = generation_.load(std::memory_order_acquire);
+  uint64_t seen = 0;  // the generation at construction: a job published before this thread ran is still new to it
   for (;;) {
-    const auto spin_until = std::chrono::steady_clock::now() + kHelperSpin;
-    while (generation_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until)
-      cpu_relax();
-
-    std::unique_lock lock(mu_);
-    wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
-    if (stop_) return;
-    seen = generation_.load(std::memory_order_acquire);
-    if (!job_open_) continue;  // that job finished before this helper woke
-    ++busy_;
-    lock.unlock();
-
-    work_on(job_);
-
-    lock.lock();
-    if (--busy_ == 0) finished_.notify_one();
+    spin_until([&] { return !keep_spinning(seen); });
+    if (generation_.load(std::memory_order_seq_cst) == seen) {
+      std::unique_lock lock(mu_);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      // stop_ too: a helper may have taken the stop's generation for a job's (it found no job open and came back).
+      wake_.wait(lock, [&] {
+        return stop_.load(std::memory_order_seq_cst) || generation_.load(std::memory_order_seq_cst) != seen;
+      });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    const uint64_t g = generation_.load(std::memory_order_acquire);
+    seen = g;
+    busy_.fetch_add(1, std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_seq_cst) == g) work_on(job_);
+    busy_.fetch_sub(1, std::memory_order_release);
   }
 }
 

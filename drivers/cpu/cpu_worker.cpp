@@ -89,12 +89,16 @@ void CpuWorker::fault(const Where& at, uint32_t header, const std::string& what)
 
 void CpuWorker::run() {
   uint64_t r = ring_.read_pointer();
+  bool busy = false;  // whether the last look found commands: the pool's helpers linger less once it finds none
   while (!stop_.load(std::memory_order_relaxed)) {
     const uint64_t w = ring_.write_pointer();
     if (r == w) {
+      if (busy && pool_) pool_->queue_idle();
+      busy = false;
       ring_.wait_for_work(r, stop_, kIdleSpin);
       continue;
     }
+    busy = true;
     if (faulted()) {  // a faulted queue runs nothing more; drop what arrives so producers never block
       r = w;
       ring_.set_read_pointer(r);
