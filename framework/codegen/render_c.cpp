@@ -95,6 +95,14 @@ std::string tag(const char* prefix, int64_t n) {
 // A CPU kernel is split over the device's workers from this many innermost iterations (output elements times
 // reduce extents) on: below it, handing half to another worker (waking it, waiting for it) costs more than it saves.
 constexpr double kSplitWork = 1 << 20;
+// ... where a square root, division, exponential, logarithm or sine inside the loops counts as this many iterations:
+// one takes several times an add's throughput (Adam's update of a 784 x 128 weight, a square root and a division
+// per element, runs 90 us on one core, 60 us on two; its plain 100,000-element updates gain nothing from a split).
+constexpr double kSlowOpWork = 8;
+
+bool slow_op(Op op) {
+  return op == Op::SQRT || op == Op::FDIV || op == Op::RECIPROCAL || op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN;
+}
 
 // e^x and 2^x for the CPU device's kernels, inline so the loops around them vectorise (its kernels are
 // freestanding: expf is a call into the host's libm, one element at a time; a softmax's backward recomputes it per
@@ -169,8 +177,9 @@ class CRenderer {
     // Name: E_ or r_, the output extents, then the reduce extents.
     std::vector<int64_t> reduce_extents;
     bool has_reduce = false;
-    double alu_ops = 0;
+    double alu_ops = 0, slow_ops = 0;
     for (const NodeData* n : nodes) {
+      if (slow_op(n->op) && is_float(n->dtype) && !deps(n).empty()) slow_ops += 1;
       if (n->op == Op::REDUCE) has_reduce = true;
       if (n->op == Op::RANGE && n->i[2] == 1) reduce_extents.push_back(n->i[1]);
       if (is_elementwise(n->op) && n->op != Op::CAST && n->op != Op::BITCAST && is_float(n->dtype)) alu_ops += 1;
@@ -186,9 +195,7 @@ class CRenderer {
     rk.flops = iterations * alu_ops;
 
     // Workgroups: the outermost output loop split over the CPU device's workers when there is enough work.
-    double work = 1;
-    for (const NodeData* r : out_ranges) work *= static_cast<double>(r->i[1]);
-    for (int64_t e : reduce_extents) work *= static_cast<double>(e);
+    const double work = iterations * (1 + kSlowOpWork * slow_ops);
     uint32_t groups = 1;
     if (facts_.target == Target::cpu && facts_.optimize && !out_ranges.empty() && work >= kSplitWork)
       groups = static_cast<uint32_t>(std::min<int64_t>(out_ranges[0]->i[1], facts_.workers));
