@@ -288,6 +288,43 @@ TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
   EXPECT_EQ(memory(4), loop.writes);
 }
 
+// Another agent (another GPU's writeback, a copy engine) writes the rest of a dirty line's page, again and again,
+// while the GPU's kernels start (each refreshes the line's clean bytes from memory). A byte the refresh takes from
+// memory must be one value in the line and in its snapshot: one read of memory for the line and a second for the
+// snapshot, with a write in between, left the byte looking changed by a kernel, and the writeback stored the older
+// value over the agent's (the graph fuzzer's rare one-byte mismatch on two simulated AMD GPUs). The race lies between
+// two loads of one byte, so the test hammers it rather than steering it: with the second load it failed 5 runs of 5
+// (2000 refreshes, about 0.2 s, on a loaded 2-vCPU VM); with one load it cannot fail.
+TEST_F(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));  // the kernel's word: 0xfeed in the line, 2 in memory
+  constexpr uint64_t kFrom = 64;               // the agent's bytes: the rest of the page past the first 64
+  std::atomic<bool> started{false}, stop{false};
+  uint8_t last = 0;  // the value of the agent's last complete write, read after the join
+  std::thread agent([&] {
+    for (uint8_t v = 1; !stop.load(std::memory_order_relaxed); ++v) {
+      std::memset(mem_.host + kFrom, v, kPage - kFrom);
+      last = v;
+      started.store(true);
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  for (int i = 0; i < 2000; ++i) view_.refresh_clean_bytes();
+  stop = true;
+  agent.join();  // before any assertion can return
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0xfeedu);
+  for (uint32_t w = 0; w < kFrom / 4; ++w) {
+    if (w == 2) continue;
+    EXPECT_EQ(memory(w), w) << "word " << w << ": nobody wrote it";
+  }
+  uint64_t stale = 0, first = 0;
+  for (uint64_t b = kPage; b-- > kFrom;)
+    if (static_cast<uint8_t>(mem_.host[b]) != last) ++stale, first = b;
+  EXPECT_EQ(stale, 0u) << "bytes of the agent's range not holding its last value " << unsigned{last}
+                       << " after the writeback; the first at byte " << first << " holds "
+                       << unsigned{static_cast<uint8_t>(mem_.host[first])};
+}
+
 // A full cache writes its oldest lines back to make room, as an L2 evicts; unmapping writes a range's lines back.
 TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;

@@ -215,15 +215,19 @@ void pwrite_changed(const std::byte* now, const std::byte* old, int fd, uint64_t
 
 // The bytes of the line `line` (in the mirror) that no kernel changed since `old` was taken take memory's values. Byte
 // by byte with a compare-and-swap: a kernel running on another queue may be writing this line, and a byte it changed
-// meanwhile is dirty and stays. Not instrumented by ThreadSanitizer, as store_changed: memory is read as the cache
+// meanwhile is dirty and stays. Each byte of memory is read once, and that one value goes into the line and into
+// `old`: another agent (another GPU's writeback, a copy engine) may be writing the page now, and a second read could
+// see a newer value than the line took, so the byte would look changed by a kernel and the writeback would store the
+// older value over the agent's. Not instrumented by ThreadSanitizer, as store_changed: memory is read as the cache
 // would read it, and the line is the kernels' memory.
 __attribute__((no_sanitize("thread"))) void follow_memory(const std::byte* memory, std::byte* line, std::byte* old) {
   if (std::memcmp(memory, old, kPage) == 0) return;  // memory unchanged since the fill: nothing to follow
   for (uint64_t b = 0; b < kPage; ++b) {
-    if (memory[b] == old[b]) continue;
+    const std::byte now = *static_cast<const volatile std::byte*>(memory + b);  // volatile: one load, never two
+    if (now == old[b]) continue;
     std::byte expected = old[b];
-    if (std::atomic_ref<std::byte>(line[b]).compare_exchange_strong(expected, memory[b], std::memory_order_relaxed))
-      old[b] = memory[b];
+    if (std::atomic_ref<std::byte>(line[b]).compare_exchange_strong(expected, now, std::memory_order_relaxed))
+      old[b] = now;
   }
 }
 
