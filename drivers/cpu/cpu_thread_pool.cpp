@@ -24,13 +24,13 @@ int64_t steady_ns() {
       .count();
 }
 
-// Spins until done() holds: pauses for kPauseNs, then yields.
-template <class Done>
-void spin_until(Done done) {
+// Spins until done() holds: pauses for kPauseNs while may_pause() holds, then yields.
+template <class Done, class MayPause>
+void spin_until(Done done, MayPause may_pause) {
   const int64_t pause_until = steady_ns() + kPauseNs;
   bool pausing = true;
   while (!done()) {
-    if (pausing && steady_ns() < pause_until) {
+    if (pausing && steady_ns() < pause_until && may_pause()) {
       cpu_relax();
     } else {
       pausing = false;
@@ -74,6 +74,7 @@ void CpuThreadPool::wake_sleepers() {
 void CpuThreadPool::queue_idle() {
   // Only the queue's worker writes the deadline (here and in parallel_for), so a plain read-modify-write will do.
   spin_helpers_until(std::min(awake_until_.load(std::memory_order_relaxed), steady_ns() + kIdleSpinNs));
+  queue_idle_.store(true, std::memory_order_relaxed);
 }
 
 void CpuThreadPool::parallel_for(uint64_t n, RangeFn fn, void* ctx) {
@@ -88,6 +89,9 @@ void CpuThreadPool::parallel_for(uint64_t n, RangeFn fn, void* ctx) {
   // Several chunks per thread balance uneven workgroups; not so many that the counter becomes the bottleneck.
   job_.chunk = std::max<uint64_t>(1, n / (uint64_t{helpers() + 1} * 8));
   job_.next.store(0, std::memory_order_relaxed);
+  queue_idle_.store(false, std::memory_order_relaxed);
+  // A helper that finishes its chunk before the caller does looks at the deadline at once: it must be this job's.
+  spin_helpers_until(steady_ns() + kJobSpinNs);
   const uint64_t g = generation_.load(std::memory_order_relaxed) + 1;
   open_.store(g, std::memory_order_seq_cst);  // after the job's fields: a helper that sees g sees them
   generation_.store(g, std::memory_order_seq_cst);
@@ -99,7 +103,7 @@ void CpuThreadPool::parallel_for(uint64_t n, RangeFn fn, void* ctx) {
   // before it checks open_, and the caller closes open_ before it reads busy_ (both sequentially consistent): either
   // the helper sees the job closed, or the caller sees the helper and waits for it.
   open_.store(0, std::memory_order_seq_cst);
-  spin_until([this] { return busy_.load(std::memory_order_seq_cst) == 0; });
+  spin_until([this] { return busy_.load(std::memory_order_seq_cst) == 0; }, [] { return true; });
   spin_helpers_until(steady_ns() + kJobSpinNs);
 }
 
@@ -111,7 +115,8 @@ bool CpuThreadPool::keep_spinning(uint64_t seen) const {
 void CpuThreadPool::helper_main() {
   uint64_t seen = 0;  // the generation at construction: a job published before this thread ran is still new to it
   for (;;) {
-    spin_until([&] { return !keep_spinning(seen); });
+    // Once the queue is idle, the host thread that waited for it is about to run (and wants a core): yield at once.
+    spin_until([&] { return !keep_spinning(seen); }, [this] { return !queue_idle_.load(std::memory_order_relaxed); });
     if (generation_.load(std::memory_order_seq_cst) == seen) {
       std::unique_lock lock(mu_);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -57,6 +57,7 @@ class CpuThreadPool {
   std::atomic<uint64_t> open_{0};        // the generation of the job helpers may join; 0: none
   std::atomic<unsigned> busy_{0};        // helpers inside a job: the caller returns once it is 0 again
   std::atomic<int64_t> awake_until_{0};  // steady-clock ns: helpers that find no job spin until then, then sleep
+  std::atomic<bool> queue_idle_{false};  // since the last job: spinning helpers then yield, never pause
   std::atomic<bool> stop_{false};
   std::atomic<unsigned> sleepers_{0};
   std::mutex mu_;  // only for sleeping helpers
