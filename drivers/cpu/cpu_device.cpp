@@ -62,7 +62,9 @@ CpuDevice::CpuDevice(std::string name)
     spare_core_ = std::thread::hardware_concurrency() > knobs::cpu_threads();
     workers_[0] = std::make_unique<CpuWorker>(*this, "compute", *rings_[0], *mappings_, signal_wake_, pool_.get());
     workers_[1] = std::make_unique<CpuWorker>(*this, "copy", *rings_[1], *mappings_, signal_wake_, nullptr);
-    init_runtime(std::make_unique<HCQAllocator>(*this));
+    HCQAllocator::Options opts = HCQAllocator::kDefaultOptions;
+    opts.copyout_in_place = true;  // the device's memory is the host's
+    init_runtime(std::make_unique<HCQAllocator>(*this, opts));
   } catch (...) {
     shutdown_runtime();
     stop_hardware();

@@ -23,10 +23,15 @@ namespace {
 // An idle worker spins this long before sleeping on the doorbell: a launch that follows within it is picked up
 // without a futex wake (about 0.25 us instead of 1.4 us on a 2-core machine).
 constexpr auto kIdleSpin = std::chrono::microseconds(50);
-// WAIT and POLL_BIT spin this long, then poll with sleeps from kFirstNap doubling to kMaxNap: the memory they watch
-// is written with a plain store by the host or another device, so there is no wake-up to sleep on.
+// WAIT and POLL_BIT spin this long, then poll with naps doubling up to kMaxNap. POLL_BIT's memory is written with a
+// plain store by the host or another device, with no wake-up to sleep on: its naps start short (kFirstNap). A WAIT's
+// signal, when this device's workers write it, ends the nap at once (CpuSignalWake), so its naps start long
+// (kFirstSignalNap): each nap that times out costs ~12 us of a core on a small VM, taken from whatever runs there (the
+// pool's helper, in the middle of a step's matmul), while the copy queue waits out a step for its loss. A signal the
+// host or another device writes is seen a nap late, as before, at most kMaxNap.
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 constexpr auto kFirstNap = std::chrono::microseconds(5);
+constexpr auto kFirstSignalNap = std::chrono::microseconds(200);
 constexpr auto kMaxNap = std::chrono::microseconds(500);
 
 template <class T>
@@ -130,8 +135,9 @@ void CpuWorker::run() {
   }
 }
 
-template <class T, class Done>
-bool CpuWorker::poll(uint64_t addr, const Where& at, uint32_t header, Done done) {
+template <class T, class Done, class Nap>
+bool CpuWorker::poll(uint64_t addr, const Where& at, uint32_t header, Done done, Nap nap_for,
+                     std::chrono::microseconds first_nap) {
   const auto check_and_test = [&](bool& ok) {
     auto view = mappings_.read();  // held only per look: the host may allocate while the queue waits on it
     if (!view.contains(addr, sizeof(T))) {
@@ -149,10 +155,10 @@ bool CpuWorker::poll(uint64_t addr, const Where& at, uint32_t header, Done done)
     cpu_relax();
     if ((++polls & 63) == 0 && std::chrono::steady_clock::now() >= spin_until) break;
   }
-  auto nap = kFirstNap;
+  auto nap = first_nap;
   while (ok && !check_and_test(ok)) {
     if (stop_.load(std::memory_order_relaxed)) return false;
-    std::this_thread::sleep_for(nap);
+    nap_for(nap);
     nap = std::min(nap * 2, kMaxNap);
   }
   if (!ok) fault(at, header, cat("address ", range_text(addr, sizeof(T)), " is not mapped on this device"));
@@ -184,13 +190,18 @@ bool CpuWorker::execute(const uint32_t* cmd, const Where& at) {
     case Opcode::wait: {
       const uint64_t addr = join64(p[0], p[1]), value = join64(p[2], p[3]);
       if (addr % 8) return misaligned(addr, 8);
-      return poll<uint64_t>(addr, at, header, [value](uint64_t v) { return v >= value; });
+      return poll<uint64_t>(
+          addr, at, header, [value](uint64_t v) { return v >= value; },
+          [&](std::chrono::microseconds nap) { wake_.sleep(reinterpret_cast<uint64_t*>(addr), value, nap); },
+          kFirstSignalNap);
     }
     case Opcode::poll_bit: {
       const uint64_t addr = join64(p[0], p[1]);
       const uint32_t mask = p[2], want = p[3] ? p[2] : 0;
       if (addr % 4) return misaligned(addr, 4);
-      return poll<uint32_t>(addr, at, header, [mask, want](uint32_t v) { return (v & mask) == want; });
+      return poll<uint32_t>(
+          addr, at, header, [mask, want](uint32_t v) { return (v & mask) == want; },
+          [](std::chrono::microseconds nap) { std::this_thread::sleep_for(nap); }, kFirstNap);
     }
     case Opcode::signal:
     case Opcode::timestamp: {

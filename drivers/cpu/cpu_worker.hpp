@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -52,9 +53,11 @@ class CpuWorker {
   bool execute(const uint32_t* cmd, const Where& at);
   bool run_indirect(uint64_t va, uint32_t ndwords, const Where& at);
   bool exec_kernel(const uint32_t* p, const Where& at, uint32_t header);
-  // Polls the 8- or 4-byte word at addr until done(value) holds: spins, then sleeps with backoff.
-  template <class T, class Done>
-  bool poll(uint64_t addr, const Where& at, uint32_t header, Done done);
+  // Polls the 8- or 4-byte word at addr until done(value) holds: spins, then naps from first_nap doubling
+  // (nap_for(d) sleeps for d at most).
+  template <class T, class Done, class Nap>
+  bool poll(uint64_t addr, const Where& at, uint32_t header, Done done, Nap nap_for,
+            std::chrono::microseconds first_nap);
   void fault(const Where& at, uint32_t header, const std::string& what);
 
   Device& device_;

@@ -74,9 +74,12 @@ class HCQAllocator : public Allocator {
   struct Options {
     uint64_t staging_size;  // bytes per staging buffer
     uint32_t staging_count;
+    // The device's memory is the host's own (the CPU device): copyout waits for the timeline and reads the bytes
+    // where they are, instead of a copy into staging on the copy queue.
+    bool copyout_in_place;
   };
   // 16 MiB in flight: measured on the 2-core CI-like VM to reach >= 80 % of memcpy (see hcq_allocator.cpp).
-  static constexpr Options kDefaultOptions{1u << 20, 16};
+  static constexpr Options kDefaultOptions{1u << 20, 16, false};
   // Ownership: lives as long as `dev` (it registers a Device::on_timeline_reset callback).
   explicit HCQAllocator(Device& dev, Options opts = kDefaultOptions);
   ~HCQAllocator() override;

@@ -1,5 +1,6 @@
 // The CPU device's wake-ups (drivers/cpu/cpu_signal_wake.hpp): a host wait for the timeline sleeps in the kernel
-// until the worker that writes the timeline wakes it.
+// until the worker that writes the timeline wakes it, and so does a queue waiting for another queue's signal. And a
+// copyout, whose bytes the host reads where they are once the timeline has passed what was submitted before it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,9 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "../../drivers/cpu/cpu_device.hpp"
 #include "../../drivers/cpu/cpu_signal_wake.hpp"
+#include "hcq/buffer.hpp"
 #include "hcq/signal.hpp"
 
 namespace hcq::cpu {
@@ -82,6 +85,47 @@ TEST(CpuSignalWake, AWaitForTheTimelineSleepsUntilTheWorkerSignals) {
   waiter.join();
   sleeper.join();
   EXPECT_EQ(dev->signal_wake().sleepers(), 0u);
+  EXPECT_FALSE(dev->has_error());
+}
+
+TEST(CpuSignalWake, AQueueWaitingForAnotherQueuesSignalSleepsUntilItIsWritten) {
+  auto dev = std::make_unique<CpuDevice>("CPU:wake-test");
+  OwnedSignal gate(0);
+  const Completion held = dev->submit(*dev->compute_queue(), [&](HWQueue& q) { q.wait(gate, 1); });
+  // The copy queue's submission waits for the compute queue's (the timeline orders them): its worker naps in the
+  // kernel on the timeline value, so the compute worker's signal ends the nap at once.
+  const Completion after = dev->submit(*dev->copy_queue(), [](HWQueue&) {});
+  EXPECT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 1; })) << "the copy queue does not sleep";
+  EXPECT_FALSE(after.done());
+  gate->set_value(1);
+  held.wait();
+  after.wait();
+  EXPECT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 0; }));
+  EXPECT_FALSE(dev->has_error());
+}
+
+TEST(CpuSignalWake, ACopyoutReadsInPlaceAfterEverythingSubmittedBeforeIt) {
+  auto dev = std::make_unique<CpuDevice>("CPU:wake-test");
+  Buffer b(*dev, 4096);
+  std::vector<std::byte> zeros(4096), ones(4096, std::byte{1}), got(4096);
+  b.copyin(std::span<const std::byte>(zeros));
+  // A copyin queued behind a gate the test holds: the copyout must wait for it ...
+  OwnedSignal gate(0);
+  dev->submit(*dev->compute_queue(), [&](HWQueue& q) { q.wait(gate, 1); });
+  b.copyin(std::span<const std::byte>(ones));
+  const uint64_t next = dev->timeline_value();
+  std::atomic<bool> read{false};
+  std::thread reader([&] {
+    b.copyout(std::span<std::byte>(got));
+    read = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(read.load()) << "the copyout did not wait for the copyin before it";
+  gate->set_value(1);
+  reader.join();
+  EXPECT_EQ(got, ones);
+  // ... and submits nothing itself: no copy through staging on the copy queue.
+  EXPECT_EQ(dev->timeline_value(), next);
   EXPECT_FALSE(dev->has_error());
 }
 
