@@ -76,8 +76,9 @@ TEST(CpuSignalWake, AWaitForTheTimelineSleepsUntilTheWorkerSignals) {
     dev->signal_wake().sleep(dev->timeline_signal().host_ptr(), done.value(), std::chrono::microseconds(60s));
     ++back;
   });
-  // Both sleep in the kernel (not yielding and backing off) ...
-  ASSERT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 2; }));
+  // Both sleep in the kernel (not yielding and backing off), beside the worker, which naps on the gate's futex
+  // between its looks at it ...
+  ASSERT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 3; }));
   EXPECT_EQ(back.load(), 0);
   // ... and the worker's signal wakes them.
   gate->set_value(1);
@@ -93,9 +94,11 @@ TEST(CpuSignalWake, AQueueWaitingForAnotherQueuesSignalSleepsUntilItIsWritten) {
   OwnedSignal gate(0);
   const Completion held = dev->submit(*dev->compute_queue(), [&](HWQueue& q) { q.wait(gate, 1); });
   // The copy queue's submission waits for the compute queue's (the timeline orders them): its worker naps in the
-  // kernel on the timeline value, so the compute worker's signal ends the nap at once.
+  // kernel on the timeline value, so the compute worker's signal ends the nap at once. The compute worker naps on
+  // the gate's futex meanwhile: two sleepers.
+  EXPECT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 1; })) << "the compute queue does not sleep";
   const Completion after = dev->submit(*dev->copy_queue(), [](HWQueue&) {});
-  EXPECT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 1; })) << "the copy queue does not sleep";
+  EXPECT_TRUE(eventually([&] { return dev->signal_wake().sleepers() == 2; })) << "the copy queue does not sleep";
   EXPECT_FALSE(after.done());
   gate->set_value(1);
   held.wait();
