@@ -268,6 +268,30 @@ TEST(CubinHostile, ClearMessagesForWhatIsWrong) {
     });
     EXPECT_NE(m.find("relocation type 99"), std::string::npos) << m;
   }
+  // A 32-bit relocation whose value cannot fit its field (the fuzzer's find: it was an InvalidArgument from the
+  // relocation at base 0, which parse() let out).
+  {
+    const std::string m = error_after([](auto& b) {
+      const Elf64_Ehdr eh = header_of(b);
+      for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+        Elf64_Shdr h;
+        std::memcpy(&h, b.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof h);
+        if (h.sh_type != SHT_RELA || h.sh_size == 0) continue;
+        Elf64_Shdr target;
+        std::memcpy(&target, b.data() + eh.e_shoff + h.sh_info * sizeof(Elf64_Shdr), sizeof target);
+        if (!(target.sh_flags & SHF_ALLOC)) continue;
+        Elf64_Rela r;
+        std::memcpy(&r, b.data() + h.sh_offset, sizeof r);
+        r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), static_cast<uint32_t>(cubin::Reloc::r32));
+        r.r_addend = int64_t{1} << 40;
+        std::memcpy(b.data() + h.sh_offset, &r, sizeof r);
+        return;
+      }
+      ADD_FAILURE() << "no loaded relocation to patch";
+    });
+    EXPECT_NE(m.find("R_CUDA_32 against"), std::string::npos) << m;
+    EXPECT_NE(m.find("does not fit its 32-bit field"), std::string::npos) << m;
+  }
   // The kernel's parameters said to overflow its cbank0.
   {
     const std::string m = error_after([](auto& b) {

@@ -452,6 +452,11 @@ std::vector<Cubin::Relocation> read_relocations(const Input& in, const std::vect
         bad(cat(secs[i].name, " entry ", e, ": ", fact->name, " against '", s.name, "', which is ",
                 s.shndx == SHN_UNDEF ? "undefined" : "in a section the loader does not place"));
       }
+      // At image base 0 (what image() promises) the value is the field's: one a 32-bit field cannot hold is a bad
+      // cubin here, not a load address too high later (an absolute symbol past 4 GiB, a huge addend).
+      if (fact->must_fit_32 && rel.value > 0xffffffffull)
+        bad(cat(secs[i].name, " entry ", e, ": ", fact->name, " against '", s.name, "' is ", hex(rel.value),
+                " at image base 0, which does not fit its 32-bit field"));
       relocs.push_back(rel);
     }
   }
