@@ -240,6 +240,26 @@ Elf64_Shdr section_named(const std::vector<uint8_t>& b, std::string_view name, s
   return {};
 }
 
+// Edits the first entry of the first RELA section that relocates a loaded (SHF_ALLOC) section.
+template <class Edit>
+void patch_first_loaded_rela(std::vector<uint8_t>& b, Edit edit) {
+  const Elf64_Ehdr eh = header_of(b);
+  for (uint32_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr h;
+    std::memcpy(&h, b.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof h);
+    if (h.sh_type != SHT_RELA || h.sh_size == 0) continue;
+    Elf64_Shdr target;
+    std::memcpy(&target, b.data() + eh.e_shoff + h.sh_info * sizeof(Elf64_Shdr), sizeof target);
+    if (!(target.sh_flags & SHF_ALLOC)) continue;
+    Elf64_Rela r;
+    std::memcpy(&r, b.data() + h.sh_offset, sizeof r);
+    edit(r);
+    std::memcpy(b.data() + h.sh_offset, &r, sizeof r);
+    return;
+  }
+  ADD_FAILURE() << "no loaded relocation to patch";
+}
+
 TEST(CubinHostile, ClearMessagesForWhatIsWrong) {
   REQUIRE_NVRTC();
   EXPECT_NE(error_after([](auto& b) { b[18] = 224; }).find("EM_CUDA"), std::string::npos);
@@ -249,22 +269,7 @@ TEST(CubinHostile, ClearMessagesForWhatIsWrong) {
   // A relocation type the loader does not apply.
   {
     const std::string m = error_after([](auto& b) {
-      std::string rela_name;
-      const Elf64_Ehdr eh = header_of(b);
-      for (uint32_t i = 0; i < eh.e_shnum; ++i) {
-        Elf64_Shdr h;
-        std::memcpy(&h, b.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof h);
-        if (h.sh_type != SHT_RELA || h.sh_size == 0) continue;
-        Elf64_Shdr target;
-        std::memcpy(&target, b.data() + eh.e_shoff + h.sh_info * sizeof(Elf64_Shdr), sizeof target);
-        if (!(target.sh_flags & SHF_ALLOC)) continue;
-        Elf64_Rela r;
-        std::memcpy(&r, b.data() + h.sh_offset, sizeof r);
-        r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), 99);
-        std::memcpy(b.data() + h.sh_offset, &r, sizeof r);
-        return;
-      }
-      ADD_FAILURE() << "no loaded relocation to patch";
+      patch_first_loaded_rela(b, [](Elf64_Rela& r) { r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), 99); });
     });
     EXPECT_NE(m.find("relocation type 99"), std::string::npos) << m;
   }
@@ -272,22 +277,10 @@ TEST(CubinHostile, ClearMessagesForWhatIsWrong) {
   // relocation at base 0, which parse() let out).
   {
     const std::string m = error_after([](auto& b) {
-      const Elf64_Ehdr eh = header_of(b);
-      for (uint32_t i = 0; i < eh.e_shnum; ++i) {
-        Elf64_Shdr h;
-        std::memcpy(&h, b.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof h);
-        if (h.sh_type != SHT_RELA || h.sh_size == 0) continue;
-        Elf64_Shdr target;
-        std::memcpy(&target, b.data() + eh.e_shoff + h.sh_info * sizeof(Elf64_Shdr), sizeof target);
-        if (!(target.sh_flags & SHF_ALLOC)) continue;
-        Elf64_Rela r;
-        std::memcpy(&r, b.data() + h.sh_offset, sizeof r);
+      patch_first_loaded_rela(b, [](Elf64_Rela& r) {
         r.r_info = ELF64_R_INFO(ELF64_R_SYM(r.r_info), static_cast<uint32_t>(cubin::Reloc::r32));
         r.r_addend = int64_t{1} << 40;
-        std::memcpy(b.data() + h.sh_offset, &r, sizeof r);
-        return;
-      }
-      ADD_FAILURE() << "no loaded relocation to patch";
+      });
     });
     EXPECT_NE(m.find("R_CUDA_32 against"), std::string::npos) << m;
     EXPECT_NE(m.find("does not fit its 32-bit field"), std::string::npos) << m;
