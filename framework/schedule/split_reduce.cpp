@@ -38,9 +38,9 @@ Node split(const Node& reduce, const Node& x, const SplitLimits& lim) {
   return nullptr;
 }
 
-// Every schedule-cache miss walks the whole graph here, and on the CPU device most graphs split nothing: the walk allocates
-// nothing for a node none of whose sources changed (map_sources built a source vector per node), and its memo is a
-// thread's NodeTable (an unordered_map allocated a bucket per node).
+// Every schedule-cache miss walks the whole graph here, and on the CPU device most graphs split nothing: the walk
+// allocates nothing for a node none of whose sources changed (map_sources built a source vector per node), and its
+// memo is a thread's NodeTable (an unordered_map allocated a bucket per node).
 class Splitter {
  public:
   explicit Splitter(const std::function<std::optional<SplitLimits>(const std::string&)>& limits_on)
