@@ -231,6 +231,32 @@ TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
   EXPECT_EQ(memory(2 * kPage / 4 + 1), 2 * kPage / 4 + 1);
 }
 
+// A run of adjacent lines longer than one read of memory (refresh_clean_bytes reads 16 pages at a time): every page of
+// it follows memory, the last one included, and the pages a kernel wrote keep the kernel's bytes.
+TEST_F(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
+  constexpr uint64_t kPages = 40, kAt = kBase + 64 * kPage;  // 64 KiB aligned: the run spans three blocks
+  auto big = MemfdBacking::make("gpu-view-test-run", kPages * kPage);
+  ASSERT_TRUE(big.has_value());
+  ASSERT_TRUE(view_.map({kAt, kPages * kPage, big->fd, 0, true, false}));
+  for (uint64_t page = 0; page < kPages; page += 16) EXPECT_FALSE(access(kAt + page * kPage, Op::write));
+  auto* host = reinterpret_cast<uint32_t*>(big->host);
+  for (uint64_t page = 0; page < kPages; ++page) host[page * kPage / 4 + 1] = static_cast<uint32_t>(100 + page);
+  view_.refresh_clean_bytes();
+  for (uint64_t page = 0; page < kPages; ++page) {
+    EXPECT_FALSE(access(kAt + page * kPage + 4, Op::read));
+    EXPECT_EQ(seen_, 100 + page) << "page " << page;
+  }
+  for (uint64_t page = 0; page < kPages; page += 16) {
+    EXPECT_FALSE(access(kAt + page * kPage, Op::read));
+    EXPECT_EQ(seen_, 0xfeedu) << "page " << page;
+  }
+  view_.writeback();
+  EXPECT_EQ(host[16 * kPage / 4], 0xfeedu);
+  EXPECT_EQ(host[39 * kPage / 4 + 1], 139u);
+  view_.unmap(kAt, kPages * kPage);
+  big->release();
+}
+
 TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   ASSERT_TRUE(view_.map({kBase + 8 * kPage, kPage, mem_.fd, 0, false, false}));
   auto f = access(kBase + 8 * kPage + 4, Op::write);
