@@ -178,9 +178,9 @@ class GpuView {
     uint64_t& word = is_line_[(va - base_) / 4096 / 64];
     word = on ? word | bit : word & ~bit;
   }
-  int pool_fd_ = -1;                // the lines' bytes: kLines pages
-  std::byte* pool_ = nullptr;       // the simulator's own mapping of them
-  std::byte* snapshots_ = nullptr;  // kLines pages: each slot's bytes when its line was filled
+  int pool_fd_ = -1;                             // the lines' bytes: kLines pages
+  std::byte* pool_ = nullptr;                    // the simulator's own mapping of them
+  std::byte* snapshots_ = nullptr;               // kLines pages: each slot's bytes when its line was filled
   std::unique_ptr<std::byte[]> refresh_buffer_;  // kBlockLines pages: memory as refresh_clean_bytes read it
 };
 
