@@ -54,13 +54,21 @@ class GpuViewTest : public ::testing::Test {
     return f;
   }
 
+  // [va, va + size) showing `b` from `offset`, with the simulator's own mapping of those bytes when with_memory_ (as
+  // the simulated drivers give it) or through the fd alone.
+  GpuView::Range range(uint64_t va, uint64_t size, const MemfdBacking& b, uint64_t offset, bool writable,
+                       bool executable) const {
+    return {va, size, b.fd, offset, writable, executable, with_memory_ ? b.host + offset : nullptr, nullptr};
+  }
+
   MemfdBacking mem_;
   GpuView view_{kBase, kSpan};
   uint32_t seen_ = 0;
+  bool with_memory_ = false;
 };
 
 TEST_F(GpuViewTest, MappedMemoryIsReachableAsTheGpuMapsIt) {
-  ASSERT_TRUE(view_.map({kBase + 8 * kPage, 2 * kPage, mem_.fd, kPage, true, false}));
+  ASSERT_TRUE(view_.map(range(kBase + 8 * kPage, 2 * kPage, mem_, kPage, true, false)));
   EXPECT_FALSE(access(kBase + 8 * kPage + 8, Op::read));
   EXPECT_EQ(seen_, kPage / 4 + 2);  // the memfd's second page, word 2
   EXPECT_FALSE(access(kBase + 9 * kPage, Op::write));
@@ -69,7 +77,7 @@ TEST_F(GpuViewTest, MappedMemoryIsReachableAsTheGpuMapsIt) {
 }
 
 TEST_F(GpuViewTest, EveryOtherAccessFaultsWithItsAddressAndKind) {
-  ASSERT_TRUE(view_.map({kBase, kPage, mem_.fd, 0, false, false}));  // read-only
+  ASSERT_TRUE(view_.map(range(kBase, kPage, mem_, 0, false, false)));  // read-only
   EXPECT_FALSE(access(kBase + 4, Op::read));
   auto f = access(kBase + 12, Op::write);
   ASSERT_TRUE(f);
@@ -104,10 +112,10 @@ TEST_F(GpuViewTest, PastTheMirrorIsAFaultToo) {
 // A driver whose mappings change in many places re-derives the list: only what differs is remapped, partial unmaps
 // keep the rest, and ranges outside the mirror or without memory are not shown.
 TEST_F(GpuViewTest, ShowKeepsExactlyTheGivenRanges) {
-  view_.show({{kBase, 2 * kPage, mem_.fd, 0, true, false},
-              {kBase + 4 * kPage, kPage, mem_.fd, 3 * kPage, true, true},
-              {kBase + kSpan, kPage, mem_.fd, 0, true, false},
-              {kBase + 6 * kPage, kPage, -1, 0, true, false}});
+  view_.show({range(kBase, 2 * kPage, mem_, 0, true, false),
+              range(kBase + 4 * kPage, kPage, mem_, 3 * kPage, true, true),
+              range(kBase + kSpan, kPage, mem_, 0, true, false),
+              GpuView::Range{kBase + 6 * kPage, kPage, -1, 0, true, false, nullptr, nullptr}});
   EXPECT_TRUE(view_.find(kBase + kPage));
   EXPECT_TRUE(view_.find(kBase + 4 * kPage)->executable);
   EXPECT_FALSE(view_.find(kBase + kSpan - 1));
@@ -118,7 +126,7 @@ TEST_F(GpuViewTest, ShowKeepsExactlyTheGivenRanges) {
   EXPECT_EQ(view_.find(kBase + kPage)->offset, kPage);
   EXPECT_FALSE(access(kBase + kPage, Op::read));
   EXPECT_EQ(seen_, kPage / 4);
-  view_.show({{kBase + 4 * kPage, kPage, mem_.fd, 3 * kPage, true, true}});
+  view_.show({range(kBase + 4 * kPage, kPage, mem_, 3 * kPage, true, true)});
   EXPECT_FALSE(view_.find(kBase + kPage));
   EXPECT_TRUE(access(kBase + kPage, Op::read));
   EXPECT_FALSE(access(kBase + 4 * kPage, Op::read));
@@ -139,7 +147,7 @@ TEST_F(GpuViewTest, CodeMustBeMappedExecutable) {
   std::memcpy(code->host, bytes.data(), bytes.size());
   reg.map_image(image_va, co);
   const uint64_t code_bytes = code->size;
-  ASSERT_TRUE(view_.map({image_va, code_bytes, code->fd, 0, true, false}));
+  ASSERT_TRUE(view_.map(range(image_va, code_bytes, *code, 0, true, false)));
   // axpb(out, in, n = 0, ...): no thread touches memory; the kernargs live in the test's own memory.
   struct alignas(8) {
     uint64_t out = 0, in = 0;
@@ -161,7 +169,7 @@ TEST_F(GpuViewTest, CodeMustBeMappedExecutable) {
     EXPECT_TRUE(f.no_execute());
     EXPECT_EQ(f.address(), d.address);
   }
-  ASSERT_TRUE(view_.map({image_va, code_bytes, code->fd, 0, true, true}));
+  ASSERT_TRUE(view_.map(range(image_va, code_bytes, *code, 0, true, true)));
   EXPECT_FALSE(reg.run(d, mem));
   code->release();
 }
@@ -173,18 +181,20 @@ namespace hcq::sim {
 namespace {
 
 // The GPU's L2 as a write-back cache: a kernel's writes stay in it until a writeback, which writes only the bytes
-// the kernel changed; the GPU's own kernels see them at once.
-class GpuCacheTest : public GpuViewTest {
+// the kernel changed; the GPU's own kernels see them at once. Each test runs twice: memory reached through the fd
+// alone (pread, windows mapped for a moment) and through the simulator's own mapping, as the simulated drivers give it.
+class GpuCacheTest : public GpuViewTest, public ::testing::WithParamInterface<bool> {
  protected:
   void SetUp() override {
+    with_memory_ = GetParam();
     GpuViewTest::SetUp();
     view_.enable_cache();
-    ASSERT_TRUE(view_.map({kBase, 4 * kPage, mem_.fd, 0, true, false}));
+    ASSERT_TRUE(view_.map(range(kBase, 4 * kPage, mem_, 0, true, false)));
   }
   uint32_t memory(size_t word) const { return reinterpret_cast<const uint32_t*>(mem_.host)[word]; }
 };
 
-TEST_F(GpuCacheTest, WritesWaitForTheWriteback) {
+TEST_P(GpuCacheTest, WritesWaitForTheWriteback) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   EXPECT_EQ(memory(2), 2u);  // memory (the host's view) is stale
   EXPECT_FALSE(access(kBase + 8, Op::read));
@@ -199,7 +209,7 @@ TEST_F(GpuCacheTest, WritesWaitForTheWriteback) {
   EXPECT_EQ(memory(2), 0xfeeeu);
 }
 
-TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
+TEST_P(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   reinterpret_cast<uint32_t*>(mem_.host)[3] = 0x33;  // the host writes another word of the dirty page
   view_.writeback();
@@ -210,7 +220,7 @@ TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
 // A write fault fills the clean pages beside its line too (its 64 KiB block, within the mapping): they hold no bytes a
 // kernel changed, so they follow memory before the next kernel and the writeback leaves what the host wrote to them
 // meanwhile; a later write to one of them is written back like any other.
-TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
+TEST_P(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   EXPECT_EQ(view_.dirty_lines(), 1u);
   auto* host = reinterpret_cast<uint32_t*>(mem_.host);
@@ -233,11 +243,11 @@ TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
 
 // A run of adjacent lines longer than one read of memory (refresh_clean_bytes reads 16 pages at a time): every page of
 // it follows memory, the last one included, and the pages a kernel wrote keep the kernel's bytes.
-TEST_F(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
+TEST_P(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
   constexpr uint64_t kPages = 40, kAt = kBase + 64 * kPage;  // 64 KiB aligned: the run spans three blocks
   auto big = MemfdBacking::make("gpu-view-test-run", kPages * kPage);
   ASSERT_TRUE(big.has_value());
-  ASSERT_TRUE(view_.map({kAt, kPages * kPage, big->fd, 0, true, false}));
+  ASSERT_TRUE(view_.map(range(kAt, kPages * kPage, *big, 0, true, false)));
   for (uint64_t page = 0; page < kPages; page += 16) EXPECT_FALSE(access(kAt + page * kPage, Op::write));
   auto* host = reinterpret_cast<uint32_t*>(big->host);
   for (uint64_t page = 0; page < kPages; ++page) host[page * kPage / 4 + 1] = static_cast<uint32_t>(100 + page);
@@ -257,8 +267,8 @@ TEST_F(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
   big->release();
 }
 
-TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
-  ASSERT_TRUE(view_.map({kBase + 8 * kPage, kPage, mem_.fd, 0, false, false}));
+TEST_P(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
+  ASSERT_TRUE(view_.map(range(kBase + 8 * kPage, kPage, mem_, 0, false, false)));
   auto f = access(kBase + 8 * kPage + 4, Op::write);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->access, GuestAccess::write);
@@ -291,7 +301,7 @@ __attribute__((no_sanitize("thread"))) void read_back_loop(void* c) {
 
 // A writeback from another queue of the GPU (a copy's release) while a kernel runs: the kernel reads its own writes
 // back every time, never memory that does not hold them yet.
-TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
+TEST_P(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
   std::atomic<bool> started{false}, stop{false};
   std::atomic<uint64_t> writebacks{0};
   std::thread flusher([&] {
@@ -321,7 +331,7 @@ TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
 // value over the agent's (the graph fuzzer's rare one-byte mismatch on two simulated AMD GPUs). The race lies between
 // two loads of one byte, so the test hammers it rather than steering it: with the second load it failed 5 runs of 5
 // (2000 refreshes, about 0.2 s, on a loaded 2-vCPU VM); with one load it cannot fail.
-TEST_F(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
+TEST_P(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
   EXPECT_FALSE(access(kBase + 8, Op::write));  // the kernel's word: 0xfeed in the line, 2 in memory
   constexpr uint64_t kFrom = 64;               // the agent's bytes: the rest of the page past the first 64
   std::atomic<bool> started{false}, stop{false};
@@ -352,12 +362,12 @@ TEST_F(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
 }
 
 // A full cache writes its oldest lines back to make room, as an L2 evicts; unmapping writes a range's lines back.
-TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
+TEST_P(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;
   auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);
   ASSERT_TRUE(big.has_value());
   const uint64_t va = kBase + 16 * kPage;
-  ASSERT_TRUE(view_.map({va, pages * kPage, big->fd, 0, true, false}));
+  ASSERT_TRUE(view_.map(range(va, pages * kPage, *big, 0, true, false)));
   struct Ctx {
     std::byte* p;
     uint64_t pages;
@@ -378,6 +388,9 @@ TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   for (uint64_t i = 0; i < pages; ++i) ASSERT_EQ(reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0], 7u) << i;
   big->release();
 }
+
+INSTANTIATE_TEST_SUITE_P(MemoryReachedBy, GpuCacheTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Mapping" : "Fd"; });
 
 }  // namespace
 }  // namespace hcq::sim

@@ -104,6 +104,7 @@ void GpuView::unmap_locked(uint64_t va, uint64_t size) {
       tail.va = end;
       tail.size = r.va + r.size - end;
       tail.offset = r.offset + (end - r.va);
+      if (tail.memory) tail.memory += end - r.va;
       it = shown_.emplace(tail.va, tail).first;
       ++it;
     }
@@ -266,7 +267,8 @@ bool GpuView::cache_fill(uintptr_t host) {
     return false;  // the OS refused the mapping (out of map areas): the write stays the kernel's fault, not lost
   }
   for (uint64_t v = lo; v < hi; v += kPage) {
-    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), static_cast<uint32_t>(first_slot + (v - lo) / kPage)};
+    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), r->memory ? r->memory + (v - r->va) : nullptr,
+                             static_cast<uint32_t>(first_slot + (v - lo) / kPage)};
     set_line(v, true);
   }
   block_lines_[block] = static_cast<uint32_t>((hi - lo) / kPage);
@@ -282,7 +284,9 @@ void GpuView::for_each_run_locked(size_t n, Fn fn) {
     for (; first + count < n; ++count) {
       const Line& prev = lines_[order_[first + count - 1]];
       const Line& next = lines_[order_[first + count]];
-      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage) break;
+      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage ||
+          (next.memory == nullptr) != (prev.memory == nullptr))
+        break;
     }
     fn(first, count);
     first += count;
@@ -307,11 +311,14 @@ void GpuView::writeback_locked(Pick pick) {
     // an earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that
     // while kernels run).
     ::mprotect(p, bytes, PROT_READ);
-    // Memory through a window of the simulator's own: the changed bytes are stored there directly.
-    void* w = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, head.fd, offset);
+    // Memory through the simulator's own mapping of it, or else a window mapped for the run: the changed bytes are
+    // stored there directly.
+    void* w = head.memory ? MAP_FAILED
+                          : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, head.fd, offset);
     for (size_t k = 0; k < count; ++k) {
       const Line& line = lines_[order_[first + k]];
-      if (w != MAP_FAILED) store_changed(slot_bytes(line), snapshot(line), static_cast<std::byte*>(w) + k * kPage);
+      if (line.memory) store_changed(slot_bytes(line), snapshot(line), line.memory);
+      else if (w != MAP_FAILED) store_changed(slot_bytes(line), snapshot(line), static_cast<std::byte*>(w) + k * kPage);
       else pwrite_changed(slot_bytes(line), snapshot(line), line.fd, line.offset);
     }
     if (w != MAP_FAILED) ::munmap(w, bytes);
@@ -342,12 +349,20 @@ void GpuView::writeback() {
 void GpuView::refresh_clean_bytes() {
   Lock lock(*this);
   for (size_t i = 0; i < nlines_; ++i) order_[i] = static_cast<uint32_t>(i);
-  // Memory is read with pread into a buffer of the view's own, not through a window mapped for the purpose: each
-  // munmap of a window sent every other CPU running this process a TLB shootdown (an interrupt, microseconds in a
-  // VM), and this runs before every kernel, so the host thread submitting a graph paid one per kernel it submitted
-  // (TinyJit's replay on SIM-NV: 180 - 400 ns a kernel, against about 10 without). pread also reads each byte once.
+  // Memory is read where the simulator maps it, or else with pread into a buffer of the view's own; never through
+  // a window mapped for the purpose: each munmap of a window sent every other CPU running this process a TLB
+  // shootdown (an interrupt, microseconds in a VM), and this runs before every kernel, so the host thread submitting
+  // a graph paid one per kernel it submitted (TinyJit's replay on SIM-AMD: 124 - 180 ns a kernel of host time,
+  // against 40 - 51 without).
   for_each_run_locked(nlines_, [&](size_t first, size_t count) {
     const Line& head = lines_[order_[first]];
+    if (head.memory) {
+      for (size_t k = 0; k < count; ++k) {
+        const Line& line = lines_[order_[first + k]];
+        follow_memory(line.memory, at(line.va), snapshot(line));
+      }
+      return;
+    }
     for (size_t done = 0; done < count; done += kBlockLines) {
       const size_t pages = std::min(kBlockLines, count - done);
       const auto bytes = static_cast<ssize_t>(pages * kPage);

@@ -51,6 +51,12 @@ class GpuView {
     int fd = -1;
     uint64_t offset = 0;
     bool writable = true, executable = false;
+    // The simulator's own mapping of the same bytes (of `fd` at `offset`), or null. With it the cache reads and
+    // writes memory there; without it, through pread and windows it maps for the moment, which cost system calls
+    // and TLB shootdowns of every CPU running the process. `keep` holds that mapping while the view shows the range
+    // (a driver whose memory may go before its GPU mapping is removed; null where that cannot happen).
+    std::byte* memory = nullptr;
+    std::shared_ptr<const void> keep;
     bool operator==(const Range&) const = default;
   };
 
@@ -129,8 +135,9 @@ class GpuView {
   struct Line {
     uint64_t va = 0;  // the page
     int fd = -1;
-    uint64_t offset = 0;  // of the page in fd
-    uint32_t slot = 0;    // its page in the cache's memfd (and its snapshot's)
+    uint64_t offset = 0;          // of the page in fd
+    std::byte* memory = nullptr;  // the page in the simulator's own mapping (Range::memory), or null
+    uint32_t slot = 0;            // its page in the cache's memfd (and its snapshot's)
   };
   class Lock {  // the spin lock, as a guard
    public:
@@ -152,7 +159,8 @@ class GpuView {
   void writeback_locked(Pick pick);
   void writeback_range_locked(uint64_t va, uint64_t size);
   // Puts lines_[order_[0, n)] in VA order and calls fn(first, count) for each run of them that shows adjacent pages
-  // of one memfd at adjacent offsets (order_[first, first + count)): what one mapping covers.
+  // of one memfd at adjacent offsets, all with or all without the simulator's mapping (order_[first, first +
+  // count)): what one mapping covers.
   template <class Fn>
   void for_each_run_locked(size_t n, Fn fn);
   std::byte* slot_bytes(const Line& l) const { return pool_ + uint64_t{l.slot} * 4096; }

@@ -149,9 +149,10 @@ int SimKfd::map_memory(void* a, bool map) {
         }
         g->vm.emplace(bo->va, bo.get());
         bo->mapped_on.insert(g->gpu_id);
-        // Memory with an fd shows in the GPU's mirror with the buffer's permissions (userptr pages cannot).
+        // Memory with an fd shows in the GPU's mirror with the buffer's permissions (userptr pages cannot). The
+        // cache reaches memory through the simulator's own mapping (a buffer mapped on a GPU cannot be freed).
         g->view->map(GpuView::Range{bo->va, bo->size, bo->fd, 0, (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) != 0,
-                                    (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) != 0});
+                                    (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) != 0, bo->host, nullptr});
       }
     } else {
       if (!mapped) return -EINVAL;  // "BO VA ... is not mapped to vm"

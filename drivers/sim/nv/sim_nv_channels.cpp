@@ -161,7 +161,10 @@ void SimNv::State::sync_view(NvGpu& g) {
   for (const auto* space : {&g.dma_vm, &g.uvm_vm})  // UVM's last: it wins where both map a VA
     for (const auto& [va, m] : *space)
       if (m.memory->where != NvMemory::Where::os_descriptor)
-        ranges.push_back(GpuView::Range{m.va, m.size, m.memory->backing.fd, m.offset, true, true});
+        // The memory's own mapping goes with it, kept while the view shows it: a mapping may be dropped (its memory
+        // with it) before the view learns of it.
+        ranges.push_back(GpuView::Range{m.va, m.size, m.memory->backing.fd, m.offset, true, true,
+                                        m.memory->backing.host + m.offset, m.memory});
   g.view->show(ranges);
 }
 
