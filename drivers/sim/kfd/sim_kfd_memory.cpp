@@ -150,9 +150,10 @@ int SimKfd::map_memory(void* a, bool map) {
         g->vm.emplace(bo->va, bo.get());
         bo->mapped_on.insert(g->gpu_id);
         // Memory with an fd shows in the GPU's mirror with the buffer's permissions (userptr pages cannot). The
-        // cache reaches memory through the simulator's own mapping (a buffer mapped on a GPU cannot be freed).
+        // cache reaches memory through the simulator's own mapping, which the view keeps while it shows the buffer:
+        // a process's teardown drops its buffers while its queues' runners may still run kernels on them.
         g->view->map(GpuView::Range{bo->va, bo->size, bo->fd, 0, (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE) != 0,
-                                    (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) != 0, bo->host, nullptr});
+                                    (bo->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) != 0, bo->host, bo});
       }
     } else {
       if (!mapped) return -EINVAL;  // "BO VA ... is not mapped to vm"
