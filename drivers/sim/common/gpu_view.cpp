@@ -352,8 +352,8 @@ void GpuView::refresh_clean_bytes() {
   // Memory is read where the simulator maps it, or else with pread into a buffer of the view's own; never through
   // a window mapped for the purpose: each munmap of a window sent every other CPU running this process a TLB
   // shootdown (an interrupt, microseconds in a VM), and this runs before every kernel, so the host thread submitting
-  // a graph paid one per kernel it submitted (TinyJit's replay on SIM-AMD: 124 - 180 ns a kernel of host time,
-  // against 40 - 51 without).
+  // a graph paid one per kernel it submitted (TinyJit's replay on SIM-AMD: 124 - 445 ns a kernel of host time,
+  // against 34 - 40 without).
   for_each_run_locked(nlines_, [&](size_t first, size_t count) {
     const Line& head = lines_[order_[first]];
     if (head.memory) {

@@ -22,7 +22,8 @@
 // fault fills the clean pages beside it in its 64 KiB block too (one mmap), lines with no changed bytes yet. A
 // writeback compares each line with its snapshot and stores only the bytes that changed into memory (so the host's
 // own writes to the rest of the page survive, as a cache's byte masks keep them), then maps the page clean again; it
-// works a run of adjacent lines at a time through a window onto memory (a few system calls a run, none a byte). Lines
+// works a run of adjacent lines at a time (two system calls a run, none a byte), storing into memory where the
+// simulator maps it (Range::memory; a window mapped for the run when a range has none). Lines
 // are pages; the cache holds kLines of them and writes its kEvictLines oldest back to make room when full; bytes of a
 // line no kernel changed follow memory (refresh_clean_bytes, before each kernel), as the untouched lines of a real
 // cache would. Not modelled: stale clean lines (reads see memory, memory as of the kernel's start in a line, or the
