@@ -54,17 +54,16 @@ class GpuViewTest : public ::testing::Test {
     return f;
   }
 
-  // [va, va + size) showing `b` from `offset`, with the simulator's own mapping of those bytes when with_memory_ (as
-  // the simulated drivers give it) or through the fd alone.
-  GpuView::Range range(uint64_t va, uint64_t size, const MemfdBacking& b, uint64_t offset, bool writable,
-                       bool executable) const {
-    return {va, size, b.fd, offset, writable, executable, with_memory_ ? b.host + offset : nullptr, nullptr};
+  // [va, va + size) showing `b` from `offset`, with the simulator's own mapping of those bytes, as the simulated
+  // drivers give it.
+  static GpuView::Range range(uint64_t va, uint64_t size, const MemfdBacking& b, uint64_t offset, bool writable,
+                              bool executable) {
+    return {va, size, b.fd, offset, writable, executable, b.host + offset, nullptr};
   }
 
   MemfdBacking mem_;
   GpuView view_{kBase, kSpan};
   uint32_t seen_ = 0;
-  bool with_memory_ = false;
 };
 
 TEST_F(GpuViewTest, MappedMemoryIsReachableAsTheGpuMapsIt) {
@@ -181,12 +180,10 @@ namespace hcq::sim {
 namespace {
 
 // The GPU's L2 as a write-back cache: a kernel's writes stay in it until a writeback, which writes only the bytes
-// the kernel changed; the GPU's own kernels see them at once. Each test runs twice: memory reached through the fd
-// alone (pread, windows mapped for a moment) and through the simulator's own mapping, as the simulated drivers give it.
-class GpuCacheTest : public GpuViewTest, public ::testing::WithParamInterface<bool> {
+// the kernel changed; the GPU's own kernels see them at once.
+class GpuCacheTest : public GpuViewTest {
  protected:
   void SetUp() override {
-    with_memory_ = GetParam();
     GpuViewTest::SetUp();
     view_.enable_cache();
     ASSERT_TRUE(view_.map(range(kBase, 4 * kPage, mem_, 0, true, false)));
@@ -194,7 +191,7 @@ class GpuCacheTest : public GpuViewTest, public ::testing::WithParamInterface<bo
   uint32_t memory(size_t word) const { return reinterpret_cast<const uint32_t*>(mem_.host)[word]; }
 };
 
-TEST_P(GpuCacheTest, WritesWaitForTheWriteback) {
+TEST_F(GpuCacheTest, WritesWaitForTheWriteback) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   EXPECT_EQ(memory(2), 2u);  // memory (the host's view) is stale
   EXPECT_FALSE(access(kBase + 8, Op::read));
@@ -209,7 +206,7 @@ TEST_P(GpuCacheTest, WritesWaitForTheWriteback) {
   EXPECT_EQ(memory(2), 0xfeeeu);
 }
 
-TEST_P(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
+TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   reinterpret_cast<uint32_t*>(mem_.host)[3] = 0x33;  // the host writes another word of the dirty page
   view_.writeback();
@@ -220,7 +217,7 @@ TEST_P(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {
 // A write fault fills the clean pages beside its line too (its 64 KiB block, within the mapping): they hold no bytes a
 // kernel changed, so they follow memory before the next kernel and the writeback leaves what the host wrote to them
 // meanwhile; a later write to one of them is written back like any other.
-TEST_P(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
+TEST_F(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
   EXPECT_FALSE(access(kBase + 8, Op::write));
   EXPECT_EQ(view_.dirty_lines(), 1u);
   auto* host = reinterpret_cast<uint32_t*>(mem_.host);
@@ -241,9 +238,9 @@ TEST_P(GpuCacheTest, PagesFilledBesideAWriteFollowMemory) {
   EXPECT_EQ(memory(2 * kPage / 4 + 1), 2 * kPage / 4 + 1);
 }
 
-// A run of adjacent lines longer than one read of memory (refresh_clean_bytes reads 16 pages at a time): every page of
-// it follows memory, the last one included, and the pages a kernel wrote keep the kernel's bytes.
-TEST_P(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
+// A run of adjacent lines over three 64 KiB blocks: every page of it follows memory, the last one included, and the
+// pages a kernel wrote keep the kernel's bytes.
+TEST_F(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
   constexpr uint64_t kPages = 40, kAt = kBase + 64 * kPage;  // 64 KiB aligned: the run spans three blocks
   auto big = MemfdBacking::make("gpu-view-test-run", kPages * kPage);
   ASSERT_TRUE(big.has_value());
@@ -267,7 +264,7 @@ TEST_P(GpuCacheTest, EveryPageOfALongRunFollowsMemory) {
   big->release();
 }
 
-TEST_P(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
+TEST_F(GpuCacheTest, ReadOnlyAndUnmappedPagesStillFault) {
   ASSERT_TRUE(view_.map(range(kBase + 8 * kPage, kPage, mem_, 0, false, false)));
   auto f = access(kBase + 8 * kPage + 4, Op::write);
   ASSERT_TRUE(f);
@@ -301,7 +298,7 @@ __attribute__((no_sanitize("thread"))) void read_back_loop(void* c) {
 
 // A writeback from another queue of the GPU (a copy's release) while a kernel runs: the kernel reads its own writes
 // back every time, never memory that does not hold them yet.
-TEST_P(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
+TEST_F(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
   std::atomic<bool> started{false}, stop{false};
   std::atomic<uint64_t> writebacks{0};
   std::thread flusher([&] {
@@ -331,7 +328,7 @@ TEST_P(GpuCacheTest, AKernelReadsItsOwnWritesThroughConcurrentWritebacks) {
 // value over the agent's (the graph fuzzer's rare one-byte mismatch on two simulated AMD GPUs). The race lies between
 // two loads of one byte, so the test hammers it rather than steering it: with the second load it failed 5 runs of 5
 // (2000 refreshes, about 0.2 s, on a loaded 2-vCPU VM); with one load it cannot fail.
-TEST_P(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
+TEST_F(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
   EXPECT_FALSE(access(kBase + 8, Op::write));  // the kernel's word: 0xfeed in the line, 2 in memory
   constexpr uint64_t kFrom = 64;               // the agent's bytes: the rest of the page past the first 64
   std::atomic<bool> started{false}, stop{false};
@@ -362,7 +359,7 @@ TEST_P(GpuCacheTest, CleanBytesFollowMemoryWhileAnotherAgentWritesIt) {
 }
 
 // A full cache writes its oldest lines back to make room, as an L2 evicts; unmapping writes a range's lines back.
-TEST_P(GpuCacheTest, EvictionAndUnmapWriteBack) {
+TEST_F(GpuCacheTest, EvictionAndUnmapWriteBack) {
   const uint64_t pages = GpuView::kLines + 1;
   auto big = MemfdBacking::make("gpu-cache-big", pages * kPage);
   ASSERT_TRUE(big.has_value());
@@ -388,9 +385,6 @@ TEST_P(GpuCacheTest, EvictionAndUnmapWriteBack) {
   for (uint64_t i = 0; i < pages; ++i) ASSERT_EQ(reinterpret_cast<const uint32_t*>(big->host + i * kPage)[0], 7u) << i;
   big->release();
 }
-
-INSTANTIATE_TEST_SUITE_P(MemoryReachedBy, GpuCacheTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Mapping" : "Fd"; });
 
 }  // namespace
 }  // namespace hcq::sim

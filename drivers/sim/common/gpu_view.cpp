@@ -60,7 +60,6 @@ void GpuView::enable_cache() {
     throw OutOfMemory("simulated GPU: no memory for its cache model");
   }
   snapshots_ = static_cast<std::byte*>(p);
-  refresh_buffer_ = std::make_unique<std::byte[]>(kBlockLines * kPage);
   pool_fd_ = pool->fd;
   pool_ = pool->host;
   for (uint32_t b = 0; b < kBlocks; ++b) free_blocks_[b] = b;
@@ -70,7 +69,8 @@ void GpuView::enable_cache() {
 }
 
 bool GpuView::map_locked(const Range& r) {
-  if (r.fd < 0 || r.size == 0 || r.va % kPage || r.size % kPage || r.offset % kPage || !covers(r.va, r.size))
+  if (r.fd < 0 || !r.memory || r.size == 0 || r.va % kPage || r.size % kPage || r.offset % kPage ||
+      !covers(r.va, r.size))
     return false;
   unmap_locked(r.va, r.size);
   // With the cache, writable pages start clean: read-only until a kernel's first write makes them a line.
@@ -104,7 +104,7 @@ void GpuView::unmap_locked(uint64_t va, uint64_t size) {
       tail.va = end;
       tail.size = r.va + r.size - end;
       tail.offset = r.offset + (end - r.va);
-      if (tail.memory) tail.memory += end - r.va;
+      tail.memory += end - r.va;
       it = shown_.emplace(tail.va, tail).first;
       ++it;
     }
@@ -126,7 +126,7 @@ void GpuView::unmap(uint64_t va, uint64_t size) {
 void GpuView::show(const std::vector<Range>& ranges) {
   std::map<uint64_t, Range> want;
   for (const Range& r : ranges) {
-    if (r.fd < 0 || !covers(r.va, r.size)) continue;
+    if (r.fd < 0 || !r.memory || !covers(r.va, r.size)) continue;
     want.erase(r.va);  // the later wins where two start at the same VA
     const auto next = want.lower_bound(r.va);
     if (next != want.end() && next->first < r.va + r.size) continue;
@@ -197,21 +197,6 @@ __attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, 
     if (a == b) continue;
     for (uint64_t k = w; k < w + 8; ++k)
       if (now[k] != old[k]) dst[k] = now[k];
-  }
-}
-
-// The same through the memfd, one pwrite per run of changed bytes: when no window onto memory could be mapped.
-void pwrite_changed(const std::byte* now, const std::byte* old, int fd, uint64_t offset) {
-  for (uint64_t b = 0; b < kPage;) {
-    if (now[b] == old[b]) {
-      ++b;
-      continue;
-    }
-    uint64_t e = b + 1;
-    while (e < kPage && now[e] != old[e]) ++e;
-    const ssize_t n = ::pwrite(fd, now + b, e - b, static_cast<off_t>(offset + b));
-    (void)n;  // a memfd write within its size does not fail short
-    b = e;
   }
 }
 
@@ -291,7 +276,7 @@ bool GpuView::cache_fill(uintptr_t host) {
     return false;  // the OS refused the mapping (out of map areas): the write stays the kernel's fault, not lost
   }
   for (uint64_t v = lo; v < hi; v += kPage) {
-    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), r->memory ? r->memory + (v - r->va) : nullptr,
+    lines_[nlines_++] = Line{v, r->fd, r->offset + (v - r->va), r->memory + (v - r->va),
                              static_cast<uint32_t>(first_slot + (v - lo) / kPage)};
     set_line(v, true);
   }
@@ -308,9 +293,7 @@ void GpuView::for_each_run_locked(size_t n, Fn fn) {
     for (; first + count < n; ++count) {
       const Line& prev = lines_[order_[first + count - 1]];
       const Line& next = lines_[order_[first + count]];
-      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage ||
-          (next.memory == nullptr) != (prev.memory == nullptr))
-        break;
+      if (next.va != prev.va + kPage || next.fd != prev.fd || next.offset != prev.offset + kPage) break;
     }
     fn(first, count);
     first += count;
@@ -335,17 +318,11 @@ void GpuView::writeback_locked(Pick pick) {
     // an earlier kernel of its own queue made (a flush from another queue of the GPU, a copy's release, does that
     // while kernels run).
     ::mprotect(p, bytes, PROT_READ);
-    // Memory through the simulator's own mapping of it, or else a window mapped for the run: the changed bytes are
-    // stored there directly.
-    void* w = head.memory ? MAP_FAILED
-                          : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, head.fd, offset);
+    // The changed bytes go straight into memory, where the simulator maps it.
     for (size_t k = 0; k < count; ++k) {
       const Line& line = lines_[order_[first + k]];
-      if (line.memory) store_changed(slot_bytes(line), snapshot(line), line.memory);
-      else if (w != MAP_FAILED) store_changed(slot_bytes(line), snapshot(line), static_cast<std::byte*>(w) + k * kPage);
-      else pwrite_changed(slot_bytes(line), snapshot(line), line.fd, line.offset);
+      store_changed(slot_bytes(line), snapshot(line), line.memory);
     }
-    if (w != MAP_FAILED) ::munmap(w, bytes);
     ::mmap(p, bytes, PROT_READ, MAP_SHARED | MAP_FIXED, head.fd, offset);
   });
   // Drop them: their slots are free again, and the lines left keep their order (the oldest first, for eviction).
@@ -372,33 +349,11 @@ void GpuView::writeback() {
 
 void GpuView::refresh_clean_bytes() {
   Lock lock(*this);
-  for (size_t i = 0; i < nlines_; ++i) order_[i] = static_cast<uint32_t>(i);
-  // Memory is read where the simulator maps it, or else with pread into a buffer of the view's own; never through
-  // a window mapped for the purpose: each munmap of a window sent every other CPU running this process a TLB
-  // shootdown (an interrupt, microseconds in a VM), and this runs before every kernel, so the host thread submitting
-  // a graph paid one per kernel it submitted (TinyJit's replay on SIM-AMD: 124 - 445 ns a kernel of host time,
-  // against 34 - 40 without).
-  for_each_run_locked(nlines_, [&](size_t first, size_t count) {
-    const Line& head = lines_[order_[first]];
-    if (head.memory) {
-      for (size_t k = 0; k < count; ++k) {
-        const Line& line = lines_[order_[first + k]];
-        follow_memory(line.memory, at(line.va), snapshot(line));
-      }
-      return;
-    }
-    for (size_t done = 0; done < count; done += kBlockLines) {
-      const size_t pages = std::min(kBlockLines, count - done);
-      const auto bytes = static_cast<ssize_t>(pages * kPage);
-      if (::pread(head.fd, refresh_buffer_.get(), static_cast<size_t>(bytes),
-                  static_cast<off_t>(head.offset + done * kPage)) != bytes)
-        return;  // memory not readable: these lines keep their clean bytes until the next kernel
-      for (size_t k = 0; k < pages; ++k) {
-        const Line& line = lines_[order_[first + done + k]];
-        follow_memory(refresh_buffer_.get() + k * kPage, at(line.va), snapshot(line));
-      }
-    }
-  });
+  // Memory is read where the simulator maps it, never through a window mapped for the purpose: each munmap of a
+  // window sent every other CPU running this process a TLB shootdown (an interrupt, microseconds in a VM), and this
+  // runs before every kernel, so the host thread submitting a graph paid one per kernel it submitted (TinyJit's
+  // replay on SIM-AMD: 124 - 445 ns a kernel of host time, against 34 - 40 without).
+  for (size_t i = 0; i < nlines_; ++i) follow_memory(lines_[i].memory, at(lines_[i].va), snapshot(lines_[i]));
 }
 
 size_t GpuView::dirty_lines() const {

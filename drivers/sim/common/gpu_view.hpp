@@ -23,7 +23,7 @@
 // writeback compares each line with its snapshot and stores only the bytes that changed into memory (so the host's
 // own writes to the rest of the page survive, as a cache's byte masks keep them), then maps the page clean again; it
 // works a run of adjacent lines at a time (two system calls a run, none a byte), storing into memory where the
-// simulator maps it (Range::memory; a window mapped for the run when a range has none). Lines
+// simulator maps it (Range::memory). Lines
 // are pages; the cache holds kLines of them and writes its kEvictLines oldest back to make room when full; bytes of a
 // line no kernel changed follow memory (refresh_clean_bytes, before each kernel), as the untouched lines of a real
 // cache would. Not modelled: stale clean lines (reads see memory, memory as of the kernel's start in a line, or the
@@ -52,10 +52,10 @@ class GpuView {
     int fd = -1;
     uint64_t offset = 0;
     bool writable = true, executable = false;
-    // The simulator's own mapping of the same bytes (of `fd` at `offset`), or null. With it the cache reads and
-    // writes memory there; without it, through pread and windows it maps for the moment, which cost system calls
-    // and TLB shootdowns of every CPU running the process. `keep` holds that mapping while the view shows the range
-    // (a driver whose memory may go before its GPU mapping is removed; null where that cannot happen).
+    // The simulator's own mapping of the same bytes (of `fd` at `offset`): the cache reads and writes memory there
+    // (a window mapped for the moment would cost system calls and a TLB shootdown of every CPU running the process).
+    // A range without it is not mirrored. `keep` holds that mapping while the view shows the range (a driver whose
+    // memory may go before its GPU mapping is removed; null where that cannot happen).
     std::byte* memory = nullptr;
     std::shared_ptr<const void> keep;
     bool operator==(const Range&) const = default;
@@ -94,8 +94,8 @@ class GpuView {
     return base_ + (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(mirror_));
   }
 
-  // Shows `r`, replacing whatever the mirror showed there. A range not covered, not page aligned or without an fd is
-  // not mirrored (false); so is one the OS refuses to map.
+  // Shows `r`, replacing whatever the mirror showed there. A range not covered, not page aligned, or without an fd or
+  // the simulator's mapping is not mirrored (false); so is one the OS refuses to map.
   bool map(const Range& r);
   // Stops showing [va, va + size) (page aligned; what lies outside the mirror is ignored).
   void unmap(uint64_t va, uint64_t size);
@@ -137,7 +137,7 @@ class GpuView {
     uint64_t va = 0;  // the page
     int fd = -1;
     uint64_t offset = 0;          // of the page in fd
-    std::byte* memory = nullptr;  // the page in the simulator's own mapping (Range::memory), or null
+    std::byte* memory = nullptr;  // the page in the simulator's own mapping (Range::memory)
     uint32_t slot = 0;            // its page in the cache's memfd (and its snapshot's)
   };
   class Lock {  // the spin lock, as a guard
@@ -160,8 +160,7 @@ class GpuView {
   void writeback_locked(Pick pick);
   void writeback_range_locked(uint64_t va, uint64_t size);
   // Puts lines_[order_[0, n)] in VA order and calls fn(first, count) for each run of them that shows adjacent pages
-  // of one memfd at adjacent offsets, all with or all without the simulator's mapping (order_[first, first +
-  // count)): what one mapping covers.
+  // of one memfd at adjacent offsets (order_[first, first + count)): what one mapping covers.
   template <class Fn>
   void for_each_run_locked(size_t n, Fn fn);
   std::byte* slot_bytes(const Line& l) const { return pool_ + uint64_t{l.slot} * 4096; }
@@ -187,10 +186,9 @@ class GpuView {
     uint64_t& word = is_line_[(va - base_) / 4096 / 64];
     word = on ? word | bit : word & ~bit;
   }
-  int pool_fd_ = -1;                             // the lines' bytes: kLines pages
-  std::byte* pool_ = nullptr;                    // the simulator's own mapping of them
-  std::byte* snapshots_ = nullptr;               // kLines pages: each slot's bytes when its line was filled
-  std::unique_ptr<std::byte[]> refresh_buffer_;  // kBlockLines pages: memory as refresh_clean_bytes read it
+  int pool_fd_ = -1;                // the lines' bytes: kLines pages
+  std::byte* pool_ = nullptr;       // the simulator's own mapping of them
+  std::byte* snapshots_ = nullptr;  // kLines pages: each slot's bytes when its line was filled
 };
 
 }  // namespace hcq::sim
