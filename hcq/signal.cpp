@@ -18,8 +18,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // Short on purpose: when the writer (a queue worker) shares our core, every microsecond spun here delays it.
 constexpr auto kSpinTime = std::chrono::microseconds(3);
-constexpr auto kYieldTime = std::chrono::microseconds(200);
-constexpr auto kFirstSleep = std::chrono::microseconds(5);
+// Without a device that wakes us, the wait yields for this long, then sleeps a sixteenth of the time it has waited
+// (at most kMaxSleep): the end of a wait is noticed within about 6 % of its length plus the timer's slack (~50 us),
+// so a 2 ms kernel is seen done ~0.2 ms late, not up to 1 ms. While a sixteenth is below the slack, a sleep would
+// overshoot by more than that: yield instead, as CUDA's host threads spin or yield while they have cores to spare.
+constexpr auto kYieldTime = std::chrono::microseconds(1000);
+constexpr int kSleepShare = 16;
 constexpr auto kMaxSleep = std::chrono::microseconds(1000);
 // The longest one blocking sleep lasts (with a waking writer); after it the value, the timeout and the check are
 // looked at again, so a wake-up that never comes costs at most this much.
@@ -103,8 +107,8 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
     if (load_acquire(p) >= target) return;
   }
 
-  // Phase 3: sleep with exponential backoff; the timeout counts from the last time the value moved.
-  auto backoff = std::chrono::duration_cast<Clock::duration>(kFirstSleep);
+  // Phase 3: sleep a share of the time waited; the timeout counts from the last time the value moved.
+  const auto started = moved_at;
   for (;;) {
     uint64_t now_value = load_acquire(p);
     if (now_value >= target) return;
@@ -112,7 +116,6 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
     if (now_value != seen) {
       seen = now_value;
       moved_at = now;
-      backoff = kFirstSleep;  // it is moving: look again soon
     } else if (now - moved_at >= limit) {
       throw TimeoutError(cat("timeout after ", limit.count(), " ms waiting for signal \"", label(), "\" at ",
                              hex(reinterpret_cast<uint64_t>(p)), " to reach >= ", target, " (current ", now_value,
@@ -124,8 +127,7 @@ void Signal::wait(uint64_t target, std::optional<std::chrono::milliseconds> time
       sleep(slice(limit - (now - moved_at)));
       continue;
     }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min<Clock::duration>(backoff * 2, kMaxSleep);
+    std::this_thread::sleep_for(std::min<Clock::duration>((now - started) / kSleepShare, kMaxSleep));
   }
 }
 
