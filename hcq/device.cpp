@@ -201,6 +201,9 @@ void Device::wait_signal(const Signal& s, uint64_t value, std::chrono::milliseco
 }
 
 void Device::wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const {
+  // Reached already (a graph's previous replay, long done): no wait to set up. Signal::wait would return here too,
+  // but only after the two callbacks below were built (one of them on the heap).
+  if (s.value() >= value) return;
   // A fault makes the wait fail at once rather than after the whole timeout. The sticky error is logically
   // mutable state: a const wait that finds a fault records it.
   auto* self = const_cast<Device*>(this);
