@@ -82,6 +82,10 @@ SimNv::~SimNv() {
     }
     for (auto& [key, ch] : s().channels) dying.push_back(ch);
     s().channels.clear();
+    {
+      std::unique_lock dl(s().doorbell_mu);
+      s().doorbell_channels.clear();
+    }
     s().files.clear();
   }
   dying.clear();  // runners stop here, outside the lock

@@ -280,30 +280,25 @@ void SimNv::State::fault_channel(size_t gpu, uint32_t channel_id, const ChannelF
 
 bool SimNv::State::doorbell(volatile void* where, uint64_t value, unsigned bytes) {
   const auto addr = reinterpret_cast<uintptr_t>(where);
-  size_t gpu = 0;
-  uint64_t offset = 0;
+  std::shared_ptr<NvChannel> ch;
   {
     std::shared_lock dl(doorbell_mu);
     auto it = usermode_maps.upper_bound(addr);
     if (it == usermode_maps.begin()) return false;
     --it;
     if (addr - it->first >= it->second.second) return false;
-    gpu = it->second.first;
-    offset = addr - it->first;
+    const size_t gpu = it->second.first;
+    const uint64_t offset = addr - it->first;
+    if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
+    else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
+    if (offset != nv::gpfifo::kDoorbellOffset || bytes != 4) return true;  // another register
+    // The token names a channel of this GPU.
+    auto ch_it = doorbell_channels.find({gpu, static_cast<uint32_t>(value)});
+    if (ch_it == doorbell_channels.end()) return true;  // a token no channel owns: the store lands, nothing listens
+    ch = ch_it->second;
   }
-  if (bytes == 8) *static_cast<volatile uint64_t*>(where) = value;
-  else *static_cast<volatile uint32_t*>(where) = static_cast<uint32_t>(value);
-  if (offset != nv::gpfifo::kDoorbellOffset || bytes != 4) return true;  // another register
-  std::shared_ptr<NvChannel> ch;
-  {
-    std::lock_guard lock(mu);
-    // The token names a channel of this GPU (the token is its channel id here).
-    auto it = channels.find({gpu, static_cast<uint32_t>(value)});
-    if (it == channels.end()) return true;  // a token no channel owns: the store lands, nothing listens
-    ch = it->second;
-    ch->doorbells.fetch_add(1);
-    if (!ch->scheduled || ch->faulted) return true;  // not on a runlist, or stopped by a fault
-  }
+  ch->doorbells.fetch_add(1);
+  if (!ch->scheduled || ch->faulted) return true;  // not on a runlist, or stopped by a fault
   std::lock_guard rl(ch->runner_mu);
   if (ch->runner) ch->runner->doorbell();
   return true;

@@ -259,6 +259,10 @@ RmStatus SimNv::State::alloc_channel(RmHandle client, const RmObject& parent, Rm
   d.work_submit_token = d.channel_id;
   obj.payload = ch;
   channels[{g.index, d.channel_id}] = ch;
+  {
+    std::unique_lock dl(doorbell_mu);
+    doorbell_channels[{g.index, d.work_submit_token}] = ch;
+  }
   to_start.push_back(ch);
   return st::ok;
 }
@@ -467,6 +471,10 @@ void SimNv::State::forget_freed_locked(const std::vector<RmObject>& freed,
     if (o.kind == RmKind::channel && o.payload) {
       auto ch = std::static_pointer_cast<NvChannel>(o.payload);
       channels.erase({ch->gpu, ch->desc.channel_id});
+      {
+        std::unique_lock dl(doorbell_mu);
+        doorbell_channels.erase({ch->gpu, ch->desc.work_submit_token});
+      }
       dying.push_back(ch);
     } else if (o.kind == RmKind::memory_virtual && o.payload) {
       NvGpu& g = *gpus.at(static_cast<const NvVirtualRange&>(*o.payload).gpu);

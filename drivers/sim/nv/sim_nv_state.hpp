@@ -3,7 +3,8 @@
 //
 // Locks, in order: mu (files, the RM object tree, UVM state, channels), then vm_mu (every GPU's mappings and the
 // process's mappings of memory objects: read by translate() from runner threads), then doorbell_mu (usermode pages
-// mapped on the host). Runners are created and destroyed with no lock held, since they call back into the driver.
+// mapped on the host, the channels their doorbells reach). Runners are created and destroyed with no lock held,
+// since they call back into the driver.
 #pragma once
 
 #include <atomic>
@@ -75,8 +76,8 @@ struct NvGrFaultRecord {
   uint32_t head = 0, tail = 0;
 };
 
-// A GPFIFO channel. Reached from the RM object (payload) and from State::channels (for doorbells); freed when both
-// let go. The runner is destroyed before the host (its destructor stops its threads).
+// A GPFIFO channel. Reached from the RM object (payload), from State::channels and from State::doorbell_channels;
+// freed when all let go. The runner is destroyed before the host (its destructor stops its threads).
 struct NvChannel final : RmPayload {
   size_t gpu = 0;
   RmHandle client = 0, handle = 0, group = 0;  // group: the channel group object, or 0 (under the device)
@@ -85,9 +86,10 @@ struct NvChannel final : RmPayload {
   uint64_t userd_offset = 0;
   std::shared_ptr<NvMemory> error_notifier;  // may be null
   std::vector<uint32_t> engine_classes;      // compute/copy objects allocated on it (State::mu)
-  bool scheduled = false;                    // State::mu
-  bool faulted = false;                      // State::mu
-  ChannelFault fault;                        // State::mu
+  // Written under State::mu; doorbells read them without it.
+  std::atomic<bool> scheduled{false};
+  std::atomic<bool> faulted{false};
+  ChannelFault fault;  // State::mu
   // Stopped by another member's fault (RM recovers the whole channel group); set after `fault` is, read by the
   // runner's thread before each step without State::mu.
   std::atomic<bool> stopped_by_group{false};
@@ -183,6 +185,9 @@ struct SimNv::State {
   mutable std::shared_mutex vm_mu;
   mutable std::shared_mutex doorbell_mu;
   std::map<uintptr_t, std::pair<size_t, uint64_t>> usermode_maps;  // host address -> (gpu, length)
+  // (gpu, work submit token) -> channel, beside `channels` for doorbells, which thus never take mu: the runners take
+  // it for every USERD read (translate), and a doorbell waiting for it cost the host's submission about 300 cycles.
+  std::map<std::pair<size_t, uint32_t>, std::shared_ptr<NvChannel>> doorbell_channels;
   // The process's mappings of memory objects: address -> the memory whose cpu_views hold it (vm_mu).
   std::map<uintptr_t, std::weak_ptr<NvMemory>> cpu_maps;
 
