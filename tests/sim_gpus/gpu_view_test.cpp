@@ -200,10 +200,52 @@ TEST_F(GpuCacheTest, WritesWaitForTheWriteback) {
   view_.writeback();
   EXPECT_EQ(memory(2), 0xfeedu);
   EXPECT_EQ(view_.dirty_lines(), 0u);
-  EXPECT_FALSE(access(kBase + 8, Op::atomic));  // clean again: the next write fills a line again
+  EXPECT_FALSE(access(kBase + 8, Op::atomic));  // clean again: the next write waits for a writeback again
   EXPECT_EQ(memory(2), 0xfeedu);
   view_.writeback();
   EXPECT_EQ(memory(2), 0xfeeeu);
+}
+
+// A writeback of few lines (the mapping's four pages here, filled by one write) cleans them where they are and keeps
+// them: the bytes the kernel changed reach memory and count as clean, so the host's later writes to them reach the
+// next kernel, and that kernel's writes wait for the next writeback as before.
+TEST_F(GpuCacheTest, ASmallWritebackKeepsItsLinesClean) {
+  EXPECT_FALSE(access(kBase + 8, Op::write));
+  EXPECT_EQ(view_.lines(), 4u);
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0xfeedu);
+  EXPECT_EQ(view_.dirty_lines(), 0u);
+  EXPECT_EQ(view_.lines(), 4u);
+  auto* host = reinterpret_cast<uint32_t*>(mem_.host);
+  host[2] = 0x1234;  // over the kernel's word, after its writeback
+  host[3] = 0x55;
+  view_.refresh_clean_bytes();
+  EXPECT_FALSE(access(kBase + 8, Op::read));
+  EXPECT_EQ(seen_, 0x1234u);
+  EXPECT_FALSE(access(kBase + 8, Op::atomic));
+  EXPECT_EQ(memory(2), 0x1234u);  // waiting in the cache
+  EXPECT_EQ(view_.dirty_lines(), 1u);
+  view_.writeback();
+  EXPECT_EQ(memory(2), 0x1235u);
+  EXPECT_EQ(memory(3), 0x55u);
+  EXPECT_EQ(view_.lines(), 4u);
+}
+
+// More lines than kKeepLines are written back and dropped: the refresh before each kernel reads every line.
+TEST_F(GpuCacheTest, ALargeWritebackDropsItsLines) {
+  constexpr uint64_t kPages = 40, kAt = kBase + 64 * kPage;
+  auto big = MemfdBacking::make("gpu-view-test-large", kPages * kPage);
+  ASSERT_TRUE(big.has_value());
+  ASSERT_TRUE(view_.map(range(kAt, kPages * kPage, *big, 0, true, false)));
+  for (uint64_t page = 0; page < kPages; page += 16) EXPECT_FALSE(access(kAt + page * kPage, Op::write));
+  EXPECT_EQ(view_.lines(), kPages);
+  static_assert(kPages > GpuView::kKeepLines);
+  view_.writeback();
+  EXPECT_EQ(view_.lines(), 0u);
+  for (uint64_t page = 0; page < kPages; page += 16)
+    EXPECT_EQ(reinterpret_cast<const uint32_t*>(big->host)[page * kPage / 4], 0xfeedu) << "page " << page;
+  view_.unmap(kAt, kPages * kPage);
+  big->release();
 }
 
 TEST_F(GpuCacheTest, TheWritebackKeepsTheHostsOtherBytes) {

@@ -167,12 +167,15 @@ namespace {
 // 64 bytes at a time with AVX-512's byte-masked store: a byte outside the mask is not written at all, as a cache's
 // byte mask leaves it.
 __attribute__((target("avx512f,avx512bw"), no_sanitize("thread"))) void store_changed_masked(const std::byte* now,
-                                                                                             const std::byte* old,
+                                                                                             std::byte* old,
                                                                                              std::byte* dst) {
   for (uint64_t b = 0; b < kPage; b += 64) {
     const __m512i n = _mm512_loadu_si512(now + b), o = _mm512_loadu_si512(old + b);
     const __mmask64 changed = _mm512_cmpneq_epi8_mask(n, o);
-    if (changed) _mm512_mask_storeu_epi8(dst + b, changed, n);
+    if (changed) {
+      _mm512_mask_storeu_epi8(dst + b, changed, n);
+      _mm512_mask_storeu_epi8(old + b, changed, n);
+    }
   }
 }
 bool has_masked_stores() {
@@ -183,10 +186,13 @@ bool has_masked_stores() {
 const bool kMaskedStores = has_masked_stores();
 #endif
 
-// The bytes of a line that differ from its snapshot, stored one by one into memory at `dst`, so that another agent's
-// writes to the rest of the page stay (a cache's byte masks). Not instrumented by ThreadSanitizer: this is the GPU's
-// L2 writing memory, ordered by the command that wrote it back (as the pwrite it replaced was invisible to TSan).
-__attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, const std::byte* old, std::byte* dst) {
+// The bytes of a line (`now`) that differ from its snapshot (`old`), stored one by one into memory at `dst`, so that
+// another agent's writes to the rest of the page stay (a cache's byte masks), and into the snapshot: the line is
+// clean afterwards. A kernel may be writing the line meanwhile (a line cleaned in place stays writable): each byte is
+// read once, and the value stored is the value compared, so a byte written after its read stays changed for the next
+// writeback. Not instrumented by ThreadSanitizer: this is the GPU's L2 writing memory, ordered by the command that
+// wrote it back (as the pwrite it replaced was invisible to TSan).
+__attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, std::byte* old, std::byte* dst) {
 #if defined(__x86_64__)
   if (kMaskedStores) return store_changed_masked(now, old, dst);
 #endif
@@ -195,8 +201,10 @@ __attribute__((no_sanitize("thread"))) void store_changed(const std::byte* now, 
     std::memcpy(&a, now + w, 8);
     std::memcpy(&b, old + w, 8);
     if (a == b) continue;
-    for (uint64_t k = w; k < w + 8; ++k)
-      if (now[k] != old[k]) dst[k] = now[k];
+    for (uint64_t k = w; k < w + 8; ++k) {
+      const std::byte v = *static_cast<const volatile std::byte*>(now + k);  // volatile: one load, never two
+      if (v != old[k]) dst[k] = old[k] = v;
+    }
   }
 }
 
@@ -344,7 +352,15 @@ void GpuView::writeback_range_locked(uint64_t va, uint64_t size) {
 
 void GpuView::writeback() {
   Lock lock(*this);
-  writeback_locked([](size_t) { return true; });
+  if (nlines_ > kKeepLines) return writeback_locked([](size_t) { return true; });
+  // Few lines: cleaned where they are, and kept. The pages stay mapped as they are (no system call, no TLB
+  // shootdown), and the kernels that write them next find them writable (no fault, no fill).
+  for (size_t i = 0; i < nlines_; ++i) store_changed(slot_bytes(lines_[i]), snapshot(lines_[i]), lines_[i].memory);
+}
+
+size_t GpuView::lines() const {
+  Lock lock(*this);
+  return nlines_;
 }
 
 void GpuView::refresh_clean_bytes() {
