@@ -134,7 +134,11 @@ HWQueue& HWQueue::wait(Sym signal_addr, Sym value) {
   return *this;
 }
 
-HWQueue& HWQueue::signal(const Signal& s, Sym value) { return signal(Sym(s.addr()), value); }
+HWQueue& HWQueue::signal(const Signal& s, Sym value) {
+  signal(Sym(s.addr()), value);
+  if (value.is_const() && s == dev_.timeline_signal()) timeline_signal_end_ = num_commands_;
+  return *this;
+}
 
 HWQueue& HWQueue::signal(Sym signal_addr, Sym value) {
   check_open_for_build();

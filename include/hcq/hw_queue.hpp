@@ -133,6 +133,13 @@ class HWQueue {
   // For backend destructors: gives side_ back to the device when `device_done_reading` (the ring has read this
   // queue's last submission); otherwise keeps it — leaked rather than reused under a command that may still read it.
   void release_side(bool device_done_reading);
+  // Whether this queue, submitted once, ends with a signal of its device's timeline (Device::submit's queues: every
+  // eager launch and copy). Its side memory is then done with once the timeline passes that value, and
+  // Device::free_side keeps a block from reuse until the timeline has passed the value current at the free: a
+  // destructor may give it back at once instead of waiting for the ring to read the queue.
+  bool ends_with_timeline_signal() const {
+    return !bound_ && num_commands_ > 0 && timeline_signal_end_ == num_commands_;
+  }
 
  private:
   // Symbolic launch dims are only known at submit; they are checked there, before anything is patched.
@@ -155,6 +162,8 @@ class HWQueue {
   bool bound_ = false;
   bool finalized_ = false;
   size_t num_commands_ = 0;
+  // num_commands_ after the last signal of the device's timeline with a constant value.
+  size_t timeline_signal_end_ = 0;
   uint32_t id_;
   bool tracked_ = false;    // bound or patches side memory: resubmits must know when the last one finished
   uint64_t seq_ = 0;        // submissions so far
