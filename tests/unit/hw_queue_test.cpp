@@ -42,8 +42,9 @@ class FakeQueue final : public HWQueue {
   std::vector<uint32_t> bound_copy;
   bool complete_at_once = true;  // the fake device "finishes" each submission as soon as it is handed over
 
-  // Exposed for the tests of the emit helpers.
+  // Exposed for the tests of the emit helpers and of the backends' destructor rule.
   using HWQueue::emit;
+  using HWQueue::ends_with_timeline_signal;
   using HWQueue::patch_word;
 
  protected:
@@ -186,6 +187,29 @@ TEST_F(HWQueueTest, EncodesAndCountsCommands) {
   EXPECT_TRUE(q->patches().empty());  // all constants
   EXPECT_EQ(to_string(QueueKind::compute), std::string("compute"));
   EXPECT_EQ(to_string(QueueKind::copy), std::string("copy"));
+}
+
+// A backend's destructor gives a queue's side memory back without waiting for the ring only when the queue's last
+// command is a constant signal of its device's timeline, as Device::submit builds it: a command after that signal,
+// another signal, a symbolic value, a bound queue (resubmitted with new values) or an empty queue do not qualify.
+TEST_F(HWQueueTest, OnlyAQueueEndingOnTheTimelineSkipsTheRingWait) {
+  const Signal& timeline = dev.timeline_signal();
+  auto eager = dev.fake_queue();
+  eager->wait(timeline, 6).memory_barrier().signal(timeline, 7);
+  EXPECT_TRUE(eager->ends_with_timeline_signal());
+  auto after = dev.fake_queue();
+  after->signal(timeline, 7).memory_barrier();
+  EXPECT_FALSE(after->ends_with_timeline_signal());
+  auto other = dev.fake_queue();
+  other->signal(timeline, 7).signal(sig, 1);
+  EXPECT_FALSE(other->ends_with_timeline_signal());
+  auto symbolic = dev.fake_queue();
+  symbolic->signal(timeline, Var{0});
+  EXPECT_FALSE(symbolic->ends_with_timeline_signal());
+  auto bound = dev.fake_queue();
+  bound->signal(timeline, 7).bind();
+  EXPECT_FALSE(bound->ends_with_timeline_signal());
+  EXPECT_FALSE(dev.fake_queue()->ends_with_timeline_signal());
 }
 
 TEST_F(HWQueueTest, ReleasedSignalIsRejected) {
