@@ -89,6 +89,7 @@ constexpr const char* kBenchHelp =
     "                                call (a replay) of N independent kernels x + k on 16 floats, N = 1, 10,\n"
     "                                100 (median of 200 each), fitted as fixed_us + N * per_kernel_ns; beside\n"
     "                                it the slope of the same function called eagerly, in the same rounds\n"
+    "                                (in each, the replays in a row, then the eager calls)\n"
     "               multi            an allreduce (sum) of 64 MiB of floats (16 MiB with --quick) over the\n"
     "                                device and its peer (CPU:1, SIM-...:1, AMD:1), algorithm automatic:\n"
     "                                allreduce_gbps (bytes / time), bus_gbps (bytes each device receives per\n"
