@@ -94,7 +94,7 @@ HWQueue::~HWQueue() {
     dev_.release_after_timeline(std::move(completion_));
 }
 
-void HWQueue::release_side(bool device_done_reading) {
+void HWQueue::give_side_back(bool device_done_reading) {
   if (device_done_reading)
     for (const SideBlock& b : side_) dev_.free_side(b);
   side_.clear();

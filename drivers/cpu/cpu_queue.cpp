@@ -14,9 +14,8 @@ namespace hcq::cpu {
 CpuQueue::CpuQueue(Device& dev, QueueKind kind, CpuRing& ring) : HWQueue(dev, kind), ring_(ring) {}
 
 CpuQueue::~CpuQueue() {
-  // Side memory is stamped with the timeline when freed. A queue that ends on the timeline (an eager launch) gives it
-  // back at once; others need not be on the timeline, and the ring's read pointer is the exact fence.
-  if (!side_.empty()) release_side(ends_with_timeline_signal() || last_end_ == 0 || ring_.wait_consumed(last_end_));
+  // A queue not ending on the timeline need not be on it: the ring's read pointer is the exact fence.
+  release_side([&] { return last_end_ == 0 || ring_.wait_consumed(last_end_); });
 }
 
 void CpuQueue::encode_wait(Sym signal_addr, Sym value) {

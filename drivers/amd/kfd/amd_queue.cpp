@@ -35,11 +35,7 @@ AmdQueue::AmdQueue(Device& dev, QueueKind kind, AmdRing& ring)
 
 AmdQueue::~AmdQueue() {
   // wait_timeout_or_default: a destructor must not throw, and a bad HCQ_WAIT_TIMEOUT_MS is reported by the waits.
-  // A queue ending on the timeline gives its side memory back at once (free_side defers its reuse by the timeline):
-  // waiting here for the ring to read it cost every eager launch a sleep, about 75 us on SIM-AMD.
-  if (!side_.empty())
-    release_side(ends_with_timeline_signal() || last_end_ == 0 ||
-                 ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()));
+  release_side([&] { return last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()); });
   VectorCache<uint32_t>::give(starts_);
 }
 

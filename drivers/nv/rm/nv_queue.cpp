@@ -329,10 +329,7 @@ NvQueue::NvQueue(Device& dev, QueueKind kind, NvRing& ring)
 
 NvQueue::~NvQueue() {
   // wait_timeout_or_default: a destructor must not throw, and a bad HCQ_WAIT_TIMEOUT_MS is reported by the waits.
-  // A queue ending on the timeline gives its side memory back at once (free_side defers its reuse by the timeline).
-  if (!side_.empty())
-    release_side(ends_with_timeline_signal() || last_end_ == 0 ||
-                 ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()));
+  release_side([&] { return last_end_ == 0 || ring_.wait_consumed(last_end_, knobs::wait_timeout_or_default()); });
 }
 
 void NvQueue::record_patches() {
