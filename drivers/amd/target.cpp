@@ -43,6 +43,7 @@ Target make(std::string_view name, uint8_t gc_major, uint8_t gc_minor, uint8_t g
       // tinygrad sets PRIV on gfx11 "to work around CWSR" (compute wave save/restore); no AMD header says so. We keep
       // it so that our dispatches match the reference until a real gfx11 run says otherwise.
       t.rsrc1_priv_for_cwsr = true;
+      t.matrix_unit = MatrixUnit::wmma_gfx11;
       break;
     default:
       t.family = GfxFamily::gc12;

@@ -220,6 +220,8 @@ DeviceInfo CudaDevice::info() const {
   // What a kernel's static shared memory may take without an opt-in the cubin does not carry.
   i.shared_memory_bytes = static_cast<uint32_t>(facts_.max_shared_per_block);
   i.compute_units = static_cast<uint32_t>(facts_.sm_count);
+  // mma.sync.aligned.m16n8k16 with f16 and bf16 operands needs sm_80 (PTX ISA, "Warp-level matrix instructions").
+  i.matrix_unit = facts_.cc_major >= 8 ? MatrixUnit::mma_sm80 : MatrixUnit::none;
   // A CUDA stream takes copies beside kernels.
   i.copies_on_compute = true;
   return i;

@@ -60,6 +60,7 @@ TargetFacts target_facts(const DeviceInfo& info, unsigned workers, bool optimize
   if (optimize) f.split = SplitLimits{units * threads, units - 1, std::max<int64_t>(8, units)};
   // 16-byte loads and stores: one 128-bit access on AMDGPU (flat_load_b128 on gfx1100) and NVIDIA.
   f.vector_bytes = 16;
+  f.matrix_unit = info.matrix_unit;
   return f;
 }
 

@@ -49,6 +49,8 @@ struct TargetFacts {
   std::optional<SplitLimits> split;
   // GPUs: the widest vector load or store an elementwise kernel's thread makes, in bytes (render_c.cpp); 0: none.
   uint32_t vector_bytes = 0;
+  // GPUs: the matrix instruction products of half types may use (DeviceInfo::matrix_unit; render_c.cpp's GPU tiles).
+  MatrixUnit matrix_unit = MatrixUnit::none;
   // CPU: the instruction-set features kernels may use and the bf16 matmul micro-kernel they give (DeviceInfo's
   // cpu_isa; include/hcq/kernel_abi.h has one micro-kernel per path). Empty (scalar) on GPUs.
   CpuIsa cpu_isa;

@@ -17,6 +17,7 @@
 #include "hcq/completion.hpp"
 #include "hcq/cpu_features.hpp"
 #include "hcq/hw_queue.hpp"
+#include "hcq/matrix_unit.hpp"
 #include "hcq/memory.hpp"
 #include "hcq/program.hpp"
 #include "hcq/signal.hpp"
@@ -64,6 +65,9 @@ struct DeviceInfo {
   // The CPU device: the instruction-set features its kernels may use and the bf16 matmul path they give
   // (hcq/cpu_features.hpp, drivers/cpu/cpu_features.cpp); std::nullopt on GPUs.
   std::optional<CpuIsa> cpu_isa = std::nullopt;
+  // GPUs: the matrix instruction the code generator may use for half-type products (hcq/matrix_unit.hpp), from the
+  // backend's per-generation data (AMD: amd::Target; NVIDIA: the SM version); none on the CPU device.
+  MatrixUnit matrix_unit = MatrixUnit::none;
 };
 
 // Ownership: the registry opens devices and shares them (std::shared_ptr): each Buffer and Program made on a device

@@ -21,7 +21,8 @@ def main():
 
     device_fields = {"name": str, "interface": str, "arch": str, "memory_bytes": int, "compute_queues": int,
                      "copy_queues": int, "driver_version": str, "uuid": (str, type(None)), "launch_limits": dict,
-                     "copies_on_compute": bool, "wave_size": int, "shared_memory_bytes": int, "compute_units": int}
+                     "copies_on_compute": bool, "wave_size": int, "shared_memory_bytes": int, "compute_units": int,
+                     "matrix_unit": str}
     check(isinstance(doc["devices"], list), "devices is a list")
     check((run.returncode == 0) == bool(doc["devices"]), "exit status 0 exactly when a device is listed")
     for d in doc["devices"]:
@@ -67,6 +68,18 @@ def main():
             check(got == want, f"device {name}: wave, shared memory, units {got}, want {want}")
         if d["interface"] == "cpu":
             check(d["wave_size"] == 1, f"device {name}: the CPU runs a group's threads one after another")
+        # The matrix instruction: RDNA3's WMMA (AMD's RDNA3 ISA guide), PTX mma.sync from sm_80 on (PTX ISA); none
+        # for the CPU device and for the GPUs whose instructions are not generated yet (gfx942's MFMA, gfx12's WMMA).
+        want_unit = {"cpu": "none"}.get(d["interface"])
+        if name and re.match(r"SIM-AMD:gfx11", name):
+            want_unit = "wmma_gfx11"
+        elif name and re.match(r"SIM-AMD:gfx(9|12)", name):
+            want_unit = "none"
+        elif d["interface"] in ("rm", "sim-rm"):
+            want_unit = "mma_sm80"
+        check(d["matrix_unit"] in ("none", "wmma_gfx11", "mma_sm80"), f"device {name}: matrix_unit {d['matrix_unit']!r}")
+        if want_unit:
+            check(d["matrix_unit"] == want_unit, f"device {name}: matrix_unit {d['matrix_unit']!r}, want {want_unit!r}")
     for u in doc["unavailable"]:
         check(set(u) == {"device", "reason"} and all(isinstance(v, str) and v for v in u.values()),
               f"unavailable entry {u}")
@@ -92,8 +105,9 @@ def main():
     for g in pci["unusable"]:
         check(g["pci_address"] in table and g["reason"] in table, f"the table lists {g['pci_address']}")
     for d in doc["devices"]:
-        row = re.search(rf"^{re.escape(d['name'])}\s+{d['wave_size']}\s+\S+ \S+\s+{d['compute_units']}$", table, re.M)
-        check(row is not None, f"the table shows {d['name']}'s wave size and compute units")
+        row = re.search(rf"^{re.escape(d['name'])}\s+{d['wave_size']}\s+\S+ \S+\s+{d['compute_units']}\s+"
+                        rf"{d['matrix_unit']}$", table, re.M)
+        check(row is not None, f"the table shows {d['name']}'s wave size, compute units and matrix unit")
         if d["uuid"] is not None:
             check(d["uuid"] in table, f"the table shows {d['name']}'s uuid")
     print(f"ok: {len(doc['devices'])} devices, {len(doc['unavailable'])} unavailable, "

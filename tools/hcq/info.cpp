@@ -114,7 +114,8 @@ void print_json(const std::vector<DeviceInfo>& devices, const std::vector<Unavai
         .field("copies_on_compute", d.copies_on_compute)
         .field("wave_size", d.wave_size)
         .field("shared_memory_bytes", d.shared_memory_bytes)
-        .field("compute_units", d.compute_units);
+        .field("compute_units", d.compute_units)
+        .field("matrix_unit", std::string(to_string(d.matrix_unit)));
     if (d.cpu_isa) {
       w.key("cpu_features").begin_array();
       for (size_t f = 0; f < kCpuFeatureCount; ++f)
@@ -173,11 +174,12 @@ void print_table(const std::vector<DeviceInfo>& devices, const std::vector<Unava
                   pad(d.copies_on_compute ? "any queue" : "copy queue", 12).c_str(), uuid.empty() ? "-" : uuid.c_str());
     }
     // What the framework's code generator sizes kernels by (DeviceInfo, framework/codegen/target.cpp).
-    std::printf("\n%s%s%s%s\n", pad("NAME", 18).c_str(), pad("WAVE", 6).c_str(), pad("SHARED/GROUP", 14).c_str(),
-                "COMPUTE UNITS");
+    std::printf("\n%s%s%s%s%s\n", pad("NAME", 18).c_str(), pad("WAVE", 6).c_str(), pad("SHARED/GROUP", 14).c_str(),
+                pad("COMPUTE UNITS", 15).c_str(), "MATRIX UNIT");
     for (const DeviceInfo& d : devices)
-      std::printf("%s%s%s%u\n", pad(d.name, 18).c_str(), pad(std::to_string(d.wave_size), 6).c_str(),
-                  pad(human_bytes(d.shared_memory_bytes), 14).c_str(), d.compute_units);
+      std::printf("%s%s%s%s%s\n", pad(d.name, 18).c_str(), pad(std::to_string(d.wave_size), 6).c_str(),
+                  pad(human_bytes(d.shared_memory_bytes), 14).c_str(), pad(std::to_string(d.compute_units), 15).c_str(),
+                  std::string(to_string(d.matrix_unit)).c_str());
     // The CPU device's instruction set: what the code generator may use and the bf16 matmul path it picks.
     bool cpu_heading = false;
     for (const DeviceInfo& d : devices) {

@@ -83,6 +83,7 @@ DeviceInfo AmdDevice::info() const {
   i.wave_size = n.wave_front_size;
   i.shared_memory_bytes = n.lds_size_in_kb * 1024;
   i.compute_units = n.cu_count();
+  i.matrix_unit = Target::from_gfx(n.gfx).matrix_unit;
   // Copies are SDMA packets; the PM4 and AQL compute queues refuse them (amd_queue.cpp).
   i.copies_on_compute = false;
   return i;

@@ -11,6 +11,8 @@
 #include <span>
 #include <string_view>
 
+#include "hcq/matrix_unit.hpp"
+
 namespace hcq::nv {
 
 enum class NvArch : uint8_t { ampere, ada, hopper, blackwell };
@@ -60,6 +62,9 @@ struct NvArchInfo {
   // local window (one 32-bit word). Words 6 and 10 before Blackwell, 188 and 223 on it.
   uint16_t cbank0_windows_word = 6;
   uint16_t cbank0_stack_top_word = 10;
+  // The matrix instruction generated kernels use: PTX's mma.sync.aligned.m16n8k16 with f16 and bf16 operands, which
+  // every variant here has (it needs sm_80; PTX ISA, "Warp-level matrix instructions").
+  MatrixUnit matrix_unit = MatrixUnit::mma_sm80;
 
   // The SASS_VERSION a QMD carries: major in the high nibble, minor in the low one (sm_86 -> 0x86, sm_100 -> 0xa0).
   constexpr uint8_t sass_version() const { return static_cast<uint8_t>(((sm / 10) << 4) | (sm % 10)); }

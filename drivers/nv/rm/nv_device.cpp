@@ -85,6 +85,7 @@ DeviceInfo NvDevice::info() const {
   i.wave_size = kWarpSize;
   i.shared_memory_bytes = f.arch->max_shared_per_block;
   i.compute_units = f.sm_count;
+  i.matrix_unit = f.arch->matrix_unit;
   // The compute channel's class has no copy method hcq encodes: copies take the copy channel.
   i.copies_on_compute = false;
   return i;
