@@ -548,4 +548,116 @@ static inline void hcq_bf16_mm16_scalar(float *c, uint32_t ldc, const uint16_t *
 
 #endif /* bf16 matmul micro-kernels */
 
+/* ================================================================ matrix instructions (GPUs, and their host twins)
+ * A 16 x 16 x 16 product of float16 or bfloat16 operands into float32 sums, made by one wave of 32 lanes at once on
+ * the GPU's matrix unit (hcq::MatrixUnit, hcq/matrix_unit.hpp; DeviceInfo::matrix_unit says which a GPU has):
+ *
+ *   HCQ_MMA16_<UNIT>_<TYPE>(acc, sa, ia, lda, sb, ib, ldb, lane);     UNIT: WMMA_GFX11, MMA_SM80; TYPE: F16, BF16
+ *
+ *   acc[e] += sum over k < 16 of A[m][k] * B[n][k], for e < 8, with (m, n) = (HCQ_MMA16_<UNIT>_ROW(lane, e),
+ *   HCQ_MMA16_<UNIT>_COL(lane, e)): acc is the lane's float[8] share of the 16 x 16 sums, in the instruction's own
+ *   layout, which a kernel's epilogue must follow. Both operands are 16 x 16 tiles of 16-bit storage words in shared
+ *   memory with k contiguous: A's row m at sa[ia + m * lda], B's row n (column n of the right-hand operand, so B is
+ *   given transposed) at sb[ib + n * ldb]; ia, ib, lda and ldb even. lane is the lane within the wave,
+ *   HCQ_LOCAL_ID(0) % 32 in a one-dimensional workgroup (the waves are consecutive runs of 32 threads).
+ *
+ * Every lane of the wave makes the call together, with the same tile arguments: the instruction runs once for the
+ * whole wave (convergent code: not under a branch that splits the wave). The layouts are the vendors':
+ *   WMMA_GFX11  V_WMMA_F32_16X16X16_F16 / _BF16 in wave32 (AMD's RDNA3 ISA guide, "Wave Matrix Multiply
+ *               Accumulate"): lane l's A operand is row l % 16 (its 16 k), its B operand column l % 16, lanes 16-31
+ *               repeating lanes 0-15; its 8 sums are column l % 16, rows 2e + l / 16.
+ *   MMA_SM80    two PTX mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 (sm_80 on; PTX ISA, "Matrix
+ *               fragments for mma.m16n8k16"), one per 8 columns. With g = l / 4 and t = l % 4, a lane holds rows g
+ *               and g + 8 and columns 2t and 2t + 1 of each: e = 0..3 the first 8 columns ((g, 2t), (g, 2t + 1),
+ *               (g + 8, 2t), (g + 8, 2t + 1)), e = 4..7 the same of columns 8 to 15.
+ * On the host (the simulated GPUs' twins) each lane computes its own 8 sums from shared memory in that layout, so a
+ * kernel that reads its sums elsewhere, stages its operands in another layout or passes another lane is as wrong
+ * there as on the GPU. */
+#define HCQ_MMA16_WMMA_GFX11_ROW(lane, e) (2 * (e) + (lane) / 16)
+#define HCQ_MMA16_WMMA_GFX11_COL(lane, e) ((lane) % 16)
+#define HCQ_MMA16_MMA_SM80_ROW(lane, e) ((lane) / 4 + 8 * (((e) / 2) % 2))
+#define HCQ_MMA16_MMA_SM80_COL(lane, e) (8 * ((e) / 4) + 2 * ((lane) % 4) + (e) % 2)
+
+#if defined(HCQ_TARGET_HOST)
+static inline float hcq_mma_f16_value_(uint16_t h) {
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  float v = (float)m * 0x1p-24f; /* subnormals and zeros */
+  if (e != 0) {
+    const uint32_t u = e == 0x1fu ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13);
+    __builtin_memcpy(&v, &u, sizeof v);
+  }
+  return (h & 0x8000u) ? -v : v;
+}
+static inline float hcq_mma_bf16_value_(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float v;
+  __builtin_memcpy(&v, &u, sizeof v);
+  return v;
+}
+#define HCQ_MMA16_HOST_(UNIT, VALUE, acc, sa, ia, lda, sb, ib, ldb, lane)                                           \
+  do {                                                                                                           \
+    for (int e_ = 0; e_ < 8; ++e_) {                                                                             \
+      const int64_t m_ = HCQ_MMA16_##UNIT##_ROW(lane, e_), n_ = HCQ_MMA16_##UNIT##_COL(lane, e_);                 \
+      float s_ = 0.0f;                                                                                           \
+      for (int k_ = 0; k_ < 16; ++k_)                                                                            \
+        s_ += VALUE((sa)[(ia) + m_ * (lda) + k_]) * VALUE((sb)[(ib) + n_ * (ldb) + k_]);                         \
+      (acc)[e_] += s_;                                                                                           \
+    }                                                                                                            \
+  } while (0)
+#define HCQ_MMA16_WMMA_GFX11_F16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_f16_value_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_bf16_value_, __VA_ARGS__)
+#define HCQ_MMA16_MMA_SM80_F16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_f16_value_, __VA_ARGS__)
+#define HCQ_MMA16_MMA_SM80_BF16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_bf16_value_, __VA_ARGS__)
+#endif
+
+/* gfx11 only: other AMD targets have no such instruction (gfx12's WMMA takes other operands), and a kernel rendered
+ * for one fails to compile there, naming the macro. The operands go in as 16 shorts (bf16) or their bits as
+ * _Float16 (a vector cast between equal sizes is a bitcast). */
+#if defined(HCQ_TARGET_AMDGPU) && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || \
+                                   defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__))
+typedef short hcq_wmma_i16x16_ __attribute__((ext_vector_type(16)));
+typedef _Float16 hcq_wmma_f16x16_ __attribute__((ext_vector_type(16)));
+typedef float hcq_wmma_f32x8_ __attribute__((ext_vector_type(8)));
+#define HCQ_WMMA_GFX11_(BUILTIN, CAST, acc, sa, ia, lda, sb, ib, ldb, lane) \
+  do {                                                                     \
+    hcq_wmma_i16x16_ a_, b_;                                               \
+    hcq_wmma_f32x8_ c_;                                                    \
+    for (int k_ = 0; k_ < 16; ++k_) {                                      \
+      a_[k_] = (short)(sa)[(ia) + ((lane) % 16) * (lda) + k_];             \
+      b_[k_] = (short)(sb)[(ib) + ((lane) % 16) * (ldb) + k_];             \
+    }                                                                      \
+    for (int e_ = 0; e_ < 8; ++e_) c_[e_] = (acc)[e_];                     \
+    c_ = BUILTIN(CAST a_, CAST b_, c_);                                    \
+    for (int e_ = 0; e_ < 8; ++e_) (acc)[e_] = c_[e_];                     \
+  } while (0)
+#define HCQ_MMA16_WMMA_GFX11_F16(...) \
+  HCQ_WMMA_GFX11_(__builtin_amdgcn_wmma_f32_16x16x16_f16_w32, (hcq_wmma_f16x16_), __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_WMMA_GFX11_(__builtin_amdgcn_wmma_f32_16x16x16_bf16_w32, , __VA_ARGS__)
+#endif
+
+/* sm_80 on (NVRTC compiles device code with __CUDA_ARCH__ set). A register holds two consecutive k of a row: the
+ * lower k in its low half. */
+#if defined(HCQ_TARGET_NV) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HCQ_MMA_PAIR_(s, at) ((uint32_t)(s)[at] | ((uint32_t)(s)[(at) + 1] << 16))
+#define HCQ_MMA_SM80_(TYPE, acc, sa, ia, lda, sb, ib, ldb, lane)                                                   \
+  do {                                                                                                          \
+    const int64_t g_ = (lane) / 4, t_ = (lane) % 4;                                                            \
+    const uint32_t a0_ = HCQ_MMA_PAIR_(sa, (ia) + g_ * (lda) + 2 * t_),                                         \
+                   a1_ = HCQ_MMA_PAIR_(sa, (ia) + (g_ + 8) * (lda) + 2 * t_),                                   \
+                   a2_ = HCQ_MMA_PAIR_(sa, (ia) + g_ * (lda) + 2 * t_ + 8),                                     \
+                   a3_ = HCQ_MMA_PAIR_(sa, (ia) + (g_ + 8) * (lda) + 2 * t_ + 8);                               \
+    for (int h_ = 0; h_ < 2; ++h_) {                                                                            \
+      const int64_t n_ = 8 * h_ + g_;                                                                           \
+      const uint32_t b0_ = HCQ_MMA_PAIR_(sb, (ib) + n_ * (ldb) + 2 * t_),                                       \
+                     b1_ = HCQ_MMA_PAIR_(sb, (ib) + n_ * (ldb) + 2 * t_ + 8);                                   \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                                       \
+                   ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"                       \
+                   : "+f"((acc)[4 * h_]), "+f"((acc)[4 * h_ + 1]), "+f"((acc)[4 * h_ + 2]), "+f"((acc)[4 * h_ + 3]) \
+                   : "r"(a0_), "r"(a1_), "r"(a2_), "r"(a3_), "r"(b0_), "r"(b1_));                               \
+    }                                                                                                           \
+  } while (0)
+#define HCQ_MMA16_MMA_SM80_F16(...) HCQ_MMA_SM80_("f16", __VA_ARGS__)
+#define HCQ_MMA16_MMA_SM80_BF16(...) HCQ_MMA_SM80_("bf16", __VA_ARGS__)
+#endif
+
 #endif /* HCQ_KERNEL_ABI_H */
