@@ -1,5 +1,5 @@
 // Opts as data (issue 19): a kernel's opts are the text render_c prints (`THREAD(axis,n) UPCAST(axis,n) PACK(axis)
-// DOT(V) TC(path) MERGE(axes)`), and render_with_opts renders the choice that has them, or says why none does.
+// DOT(V) TC(path) MERGE(axes)`; on GPUs TC(unit), a matrix instruction), and render_with_opts renders the choice that has them, or says why none does.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -94,6 +94,12 @@ std::string refusal(const Opt& o, const std::vector<int64_t>& extents, const Tar
     return {};
   }
   if (o.name == "TC") {
+    if (facts.target != Target::cpu) {  // a GPU's matrix instruction
+      const std::string unit(to_string(facts.matrix_unit));
+      if (facts.matrix_unit == MatrixUnit::none) return "the device has no matrix unit the code generator uses";
+      if (o.word != unit) return cat("the device's matrix unit is ", unit);
+      return {};
+    }
     const std::string path(to_string(facts.cpu_isa.bf16_matmul));
     if (o.word != path) return cat("the device's bf16 path is ", path);
     return {};

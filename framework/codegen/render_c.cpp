@@ -3,6 +3,7 @@
 // does not depend on a reduce range is read before the reduce loop, not in it.
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -383,9 +384,31 @@ class CRenderer {
   // registers; per step of kGpuTileK along the flattened reduce, the threads copy the step's A and B panels into
   // shared memory together (every panel element read once from global memory instead of once per output row or
   // column), meet at a barrier, multiply from shared memory, and meet again before the next step overwrites the
-  // panels. Rows, columns and steps past the ends read 0. Matrix instructions (WMMA, MMA) are a later part.
+  // panels. Rows, columns and steps past the ends read 0.
+  //
+  // Matrix tiles (tinygrad's TC on GPUs): when both operands are float16 (or both bfloat16) values widened to float32
+  // and the GPU has a matrix unit (TargetFacts::matrix_unit), the panels hold the operands' 16-bit words, k
+  // contiguous (B's transposed), and each wave of 32 lanes computes a 16 x 32 strip of the block as two 16 x 16 x 16
+  // products per 16 k through the kernel ABI's HCQ_MMA16_* (WMMA on gfx11, mma.sync on sm_80 and later), its sums
+  // in the instruction's layout (HCQ_MMA16_*_ROW/COL) for the epilogue. Steps of 32 k, two barriers each.
   static constexpr int64_t kGpuTileR = 4, kGpuTileK = 16, kGpuTileTx = 16;
+  static constexpr int64_t kMmaLanes = 32, kMmaTileK = 32, kMmaPad = 8;  // a panel row: 32 k + 8 words of padding
   int64_t gpu_tile_ty() const { return facts_.threads_per_group / kGpuTileTx; }
+  // The kernel ABI's spelling of a unit in its macros' names: HCQ_MMA16_WMMA_GFX11_F16.
+  static std::string mma_macro_unit(MatrixUnit u) {
+    std::string s(to_string(u));
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  }
+  // A matrix tile's waves: two across the block's 64 columns, the rest down its rows (16 each).
+  int64_t mma_waves() const { return facts_.threads_per_group / kMmaLanes; }
+  int64_t mma_rows() const { return 16 * (mma_waves() / 2); }
+  bool mma_fits() const {
+    return facts_.matrix_unit != MatrixUnit::none && facts_.wave_size == kMmaLanes &&
+           facts_.threads_per_group % (2 * kMmaLanes) == 0 &&
+           static_cast<uint64_t>((mma_rows() + kGpuTileTx * kGpuTileR) * (kMmaTileK + kMmaPad)) * 2 <=
+               facts_.shared_memory_bytes;
+  }
 
   bool choose_gpu_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
     if (facts_.target == Target::cpu || !facts_.optimize || out_ranges.size() < 2) return false;
@@ -418,6 +441,11 @@ class CRenderer {
           if (!has(da, i) || has(db, i)) continue;
           if (i->i[1] * j->i[1] * 4 < rows * cols) return false;
           gtile_ = GpuTile{i, j, reduce, a, b, ks};
+          const DType half = widened_half(a);
+          if (half != DType::float32 && widened_half(b) == half && mma_fits()) {
+            gtile_.unit = facts_.matrix_unit;
+            gtile_.half = half;
+          }
           return true;
         }
         break;
@@ -428,8 +456,9 @@ class CRenderer {
 
   Scope* render_gpu_tile(const std::vector<const NodeData*>& out_ranges, RenderedKernel& rk) {
     const GpuTile& g = gtile_;
-    const int64_t TY = gpu_tile_ty(), TX = kGpuTileTx, R = kGpuTileR, TK = kGpuTileK;
-    const int64_t TM = TY * R, TN = TX * R, threads = TY * TX;
+    const bool mma = g.unit != MatrixUnit::none;
+    const int64_t TY = gpu_tile_ty(), TX = kGpuTileTx, R = kGpuTileR, TK = mma ? kMmaTileK : kGpuTileK;
+    const int64_t TM = mma ? mma_rows() : TY * R, TN = TX * R, threads = facts_.threads_per_group;
     const int64_t M = g.i->i[1], N = g.j->i[1];
     int64_t K = 1;
     for (const NodeData* k : g.ks) K *= k->i[1];
@@ -445,13 +474,24 @@ class CRenderer {
     const int64_t groups = std::min<int64_t>(total, facts_.max_groups);
     rk.global = {static_cast<uint32_t>(groups), 1, 1};
     rk.local = {static_cast<uint32_t>(threads), 1, 1};
-    rk.opts = tag("LOCAL(", axis_of(g.i, out_ranges)) + tag(",", TY) + ") " + tag("LOCAL(", axis_of(g.j, out_ranges)) +
-              tag(",", TX) + ") " + tag("UPCAST(", axis_of(g.i, out_ranges)) + tag(",", R) + ") " +
-              tag("UPCAST(", axis_of(g.j, out_ranges)) + tag(",", R) + ") " + tag("SMEM(", TK) + ")";
-    shared_.push_back(tag("HCQ_SHARED(float, tsa, ", TK * TM) + ");");
-    shared_.push_back(tag("HCQ_SHARED(float, tsb, ", TK * TN) + ");");
+    const std::string ai = tag("", axis_of(g.i, out_ranges)), aj = tag("", axis_of(g.j, out_ranges));
+    const int64_t LD = kMmaTileK + kMmaPad;  // a matrix tile's panel row, in 16-bit words
+    if (mma) {
+      rk.opts = cat("TC(", to_string(g.unit), ") LOCAL(", ai, ",", mma_waves() / 2, ") LOCAL(", aj, ",2) UPCAST(", aj,
+                    ",2) SMEM(", TK, ")");
+      shared_.push_back(tag("HCQ_SHARED(uint16_t, tsa, ", TM * LD) + ");");
+      shared_.push_back(tag("HCQ_SHARED(uint16_t, tsb, ", TN * LD) + ");");
+    } else {
+      rk.opts = cat("LOCAL(", ai, ",", TY, ") LOCAL(", aj, ",", TX, ") UPCAST(", ai, ",", R, ") UPCAST(", aj, ",", R,
+                    ") SMEM(", TK, ")");
+      shared_.push_back(tag("HCQ_SHARED(float, tsa, ", TK * TM) + ");");
+      shared_.push_back(tag("HCQ_SHARED(float, tsb, ", TK * TN) + ");");
+    }
     root_.lines.push_back("const uint32_t lx = HCQ_LOCAL_ID(0);");
-    root_.lines.push_back(tag("const int64_t tx = lx % ", TX) + tag(", ty = lx / ", TX) + ";");
+    if (mma)  // the wave's lane, and its strip: rows wm * 16, columns wn * 32
+      root_.lines.push_back(tag("const int64_t lane = lx % ", kMmaLanes) + tag(", wm = lx / ", 2 * kMmaLanes) +
+                            tag(", wn = lx / ", kMmaLanes) + " % 2;");
+    else root_.lines.push_back(tag("const int64_t tx = lx % ", TX) + tag(", ty = lx / ", TX) + ";");
     // Blocks in a loop uniform across the workgroup (every thread reaches every barrier), batch outermost.
     Scope* block =
         open_scope(&root_, tag("for (int64_t tg = HCQ_GROUP_ID(0); tg < ", total) + tag("; tg += ", groups) + ") {");
@@ -461,7 +501,7 @@ class CRenderer {
     }
     block->lines.push_back(tag("const int64_t ti0 = tg / ", tiles_n) + tag(" % ", tiles_m) + tag(" * ", TM) +
                            tag(", tj0 = tg % ", tiles_n) + tag(" * ", TN) + ";");
-    block->lines.push_back(tag("float tacc[", R) + tag("][", R) + tag("] = {", 0) + "};");
+    block->lines.push_back(mma ? "float tacc[2][8] = {0};" : tag("float tacc[", R) + tag("][", R) + "] = {0};");
     // The reduce ranges from the flat position gk along them (row-major, the first outermost).
     std::unordered_map<const NodeData*, std::string> at_a;
     const std::vector<std::string> k_parts = flat_parts(g.ks, "gk", K);
@@ -470,34 +510,58 @@ class CRenderer {
     at_a[g.i] = "gi";
     at_b[g.j] = "gj";
     Scope* step = open_scope(block, tag("for (int64_t tk0 = 0; tk0 < ", K) + tag("; tk0 += ", TK) + ") {");
-    // A's panel: consecutive threads take consecutive k of a row (A is usually a row-major M x K); stored k-major so
-    // the multiply reads a row step's TM values in a run.
+    // A's panel: consecutive threads take consecutive k of a row (A is usually a row-major M x K). Float panels are
+    // stored k-major, so the multiply reads a row step's TM values in a run; matrix panels row by row, k contiguous.
+    const std::string zero = mma ? "0" : "0.0f";
+    const std::string a_value = mma ? half_bits(g.a, at_a) : value_c(g.a, at_a);
+    const std::string b_value = mma ? half_bits(g.b, at_b) : value_c(g.b, at_b);
+    const std::string a_at = mma ? tag("e / ", TK) + tag(" * ", LD) + tag(" + e % ", TK)
+                                 : tag("e % ", TK) + tag(" * ", TM) + tag(" + e / ", TK);
     step->lines.push_back(tag("for (int64_t e = lx; e < ", TM * TK) + tag("; e += ", threads) + ") {");
     step->lines.push_back(tag("  const int64_t gi = ti0 + e / ", TK) + tag(", gk = tk0 + e % ", TK) + ";");
-    step->lines.push_back(tag("  tsa[e % ", TK) + tag(" * ", TM) + tag(" + e / ", TK) + tag("] = gi < ", M) +
-                          tag(" && gk < ", K) + " ? " + value_c(g.a, at_a) + " : 0.0f;");
+    step->lines.push_back("  tsa[" + a_at + tag("] = gi < ", M) + tag(" && gk < ", K) + " ? " + a_value + " : " + zero +
+                          ";");
     step->lines.push_back("}");
-    // B's panel: consecutive threads take consecutive columns (B is usually a row-major K x N).
+    // B's panel: consecutive threads take consecutive columns (B is usually a row-major K x N); a matrix panel holds
+    // it transposed (column n's k contiguous), as HCQ_MMA16_* takes it.
+    const std::string b_at = mma ? tag("e % ", TN) + tag(" * ", LD) + tag(" + e / ", TN) : std::string("e");
     step->lines.push_back(tag("for (int64_t e = lx; e < ", TK * TN) + tag("; e += ", threads) + ") {");
     step->lines.push_back(tag("  const int64_t gj = tj0 + e % ", TN) + tag(", gk = tk0 + e / ", TN) + ";");
-    step->lines.push_back(tag("  tsb[e] = gj < ", N) + tag(" && gk < ", K) + " ? " + value_c(g.b, at_b) + " : 0.0f;");
+    step->lines.push_back("  tsb[" + b_at + tag("] = gj < ", N) + tag(" && gk < ", K) + " ? " + b_value + " : " + zero +
+                          ";");
     step->lines.push_back("}");
     step->lines.push_back("HCQ_BARRIER();");
-    step->lines.push_back(tag("for (int64_t kk = 0; kk < ", TK) + "; ++kk) {");
-    step->lines.push_back(tag("  float ta[", R) + tag("], tb[", R) + "];");
-    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) ta[u] = tsa[kk * ", TM) +
-                          tag(" + ty * ", R) + " + u];");
-    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) tb[u] = tsb[kk * ", TN) +
-                          tag(" + tx * ", R) + " + u];");
-    step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) for (int64_t v = 0; v < ", R) +
-                          "; ++v) tacc[u][v] += ta[u] * tb[v];");
-    step->lines.push_back("}");
+    if (mma) {
+      const std::string op = "HCQ_MMA16_" + mma_macro_unit(g.unit) + (g.half == DType::bfloat16 ? "_BF16" : "_F16");
+      step->lines.push_back(tag("for (int64_t ks = 0; ks < ", TK) + "; ks += 16) {");
+      for (int t = 0; t < 2; ++t)
+        step->lines.push_back(cat("  ", op, "(tacc[", t, "], tsa, wm * ", 16 * LD, " + ks, ", LD, ", tsb, (wn * 32 + ",
+                                  16 * t, ") * ", LD, " + ks, ", LD, ", lane);"));
+      step->lines.push_back("}");
+    } else {
+      step->lines.push_back(tag("for (int64_t kk = 0; kk < ", TK) + "; ++kk) {");
+      step->lines.push_back(tag("  float ta[", R) + tag("], tb[", R) + "];");
+      step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) ta[u] = tsa[kk * ", TM) +
+                            tag(" + ty * ", R) + " + u];");
+      step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) tb[u] = tsb[kk * ", TN) +
+                            tag(" + tx * ", R) + " + u];");
+      step->lines.push_back(tag("  for (int64_t u = 0; u < ", R) + tag("; ++u) for (int64_t v = 0; v < ", R) +
+                            "; ++v) tacc[u][v] += ta[u] * tb[v];");
+      step->lines.push_back("}");
+    }
     step->lines.push_back("HCQ_BARRIER();");
     close(step);
-    // The epilogue, per sum this thread holds: the reduce's value there, the rest of the kernel after it.
-    Scope* rows = open_scope(block, tag("for (int64_t tu = 0; tu < ", R) + "; ++tu) {");
-    Scope* cols = open_scope(rows, tag("for (int64_t tv = 0; tv < ", R) + "; ++tv) {");
-    cols->lines.push_back(tag("const int64_t ei = ti0 + ty * ", R) + tag(" + tu, ej = tj0 + tx * ", R) + " + tv;");
+    // The epilogue, per sum this thread holds: the reduce's value there, the rest of the kernel after it. A matrix
+    // tile's sums sit where the instruction put them.
+    Scope* rows = open_scope(block, tag("for (int64_t tu = 0; tu < ", mma ? 2 : R) + "; ++tu) {");
+    Scope* cols = open_scope(rows, tag("for (int64_t tv = 0; tv < ", mma ? 8 : R) + "; ++tv) {");
+    if (mma) {
+      const std::string unit = mma_macro_unit(g.unit);
+      cols->lines.push_back("const int64_t ei = ti0 + wm * 16 + HCQ_MMA16_" + unit +
+                            "_ROW(lane, tv), ej = tj0 + wn * 32 + tu * 16 + HCQ_MMA16_" + unit + "_COL(lane, tv);");
+    } else {
+      cols->lines.push_back(tag("const int64_t ei = ti0 + ty * ", R) + tag(" + tu, ej = tj0 + tx * ", R) + " + tv;");
+    }
     Scope* inside = open_scope(cols, tag("if (ei < ", M) + tag(" && ej < ", N) + ") {");
     names_[g.i] = "ei";
     names_[g.j] = "ej";
@@ -998,13 +1062,18 @@ class CRenderer {
   // packed per row step. The sums go through a 16 x NW array into the epilogue, as the float32 tiles' do.
   static constexpr int64_t kBf16TileRows = 16, kBf16Step = 32;
 
-  static bool widened_bf16(const NodeData* n) {
-    return n->op == Op::CAST && n->dtype == DType::float32 && n->src[0]->dtype == DType::bfloat16 &&
-           printable(n->src[0].get());
+  // A float16 or bfloat16 value widened to float32: its half type; float32 for anything else.
+  static DType widened_half(const NodeData* n) {
+    const DType h = n->src.empty() ? DType::float32 : n->src[0]->dtype;
+    const bool half = h == DType::bfloat16 || h == DType::float16;
+    return n->op == Op::CAST && n->dtype == DType::float32 && half && printable(n->src[0].get()) ? h : DType::float32;
   }
-  static bool plain_bf16_load(const NodeData* n) {
-    return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM && n->dtype == DType::bfloat16;
+  static bool widened_bf16(const NodeData* n) { return widened_half(n) == DType::bfloat16; }
+  static bool plain_half_load(const NodeData* n) {
+    return n->op == Op::LOAD && n->src.size() == 2 && n->src[0]->op == Op::PARAM &&
+           (n->dtype == DType::bfloat16 || n->dtype == DType::float16);
   }
+  static bool plain_bf16_load(const NodeData* n) { return plain_half_load(n) && n->dtype == DType::bfloat16; }
 
   bool choose_bf16_tile(const Node& kernel, const std::vector<const NodeData*>& out_ranges) {
     if (facts_.cpu_isa.bf16_matmul == Bf16MatmulPath::scalar) return false;
@@ -1063,12 +1132,12 @@ class CRenderer {
     return false;
   }
 
-  // The bits of a bf16 operand (the value under its widening cast) with some ranges replaced: a plain load's storage
-  // word, anything else rounded from its float value (exact: it is a bf16 value).
-  std::string bf16_bits(const NodeData* widened, const std::unordered_map<const NodeData*, std::string>& at) {
+  // The bits of a float16 or bf16 operand (the value under its widening cast) with some ranges replaced: a plain
+  // load's storage word, anything else rounded from its float value (exact: it is a value of that type).
+  std::string half_bits(const NodeData* widened, const std::unordered_map<const NodeData*, std::string>& at) {
     const NodeData* x = widened->src[0].get();
-    if (plain_bf16_load(x)) return tag("b", x->src[0]->i[0]) + "[" + value_c(x->src[1].get(), at) + "]";
-    return "hcq_f2b(" + value_c(x, at) + ")";
+    if (plain_half_load(x)) return tag("b", x->src[0]->i[0]) + "[" + value_c(x->src[1].get(), at) + "]";
+    return (x->dtype == DType::bfloat16 ? "hcq_f2b(" : "hcq_f2h(") + value_c(x, at) + ")";
   }
 
   // A bf16 tile's panel, rows and micro-kernel calls inside the column loop `cur`; returns the epilogue's scope (one
@@ -1088,7 +1157,7 @@ class CRenderer {
     cur->lines.push_back("uint16_t " + panel + tag("[", Kp * NW) + "];");
     cur->lines.push_back(tag("for (int64_t tk = 0; tk < ", K) + tag("; ++tk) for (int64_t tn = 0; tn < ", NW) +
                          "; ++tn) " + panel + tag("[(tk >> 1) * ", 2 * NW) +
-                         " + 2 * tn + (tk & 1)] = " + bf16_bits(t.b, at(t.j, "(" + rj + " + tn)", "tk")) + ";");
+                         " + 2 * tn + (tk & 1)] = " + half_bits(t.b, at(t.j, "(" + rj + " + tn)", "tk")) + ";");
     if (Kp > K)
       cur->lines.push_back(tag("for (int64_t tk = ", K) + tag("; tk < ", Kp) +
                            tag("; ++tk) for (int64_t tn = 0; tn < ", NW) + "; ++tn) " + panel +
@@ -1108,7 +1177,7 @@ class CRenderer {
       rows->lines.push_back("uint16_t " + a_ptr + tag("[", R * Kp) + "];");
       rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", R) + tag("; ++tu) for (int64_t tk = 0; tk < ", K) +
                             "; ++tk) " + a_ptr + tag("[tu * ", Kp) +
-                            " + tk] = " + bf16_bits(t.a, at(t.i, "(" + ri + " + tu)", "tk")) + ";");
+                            " + tk] = " + half_bits(t.a, at(t.i, "(" + ri + " + tu)", "tk")) + ";");
       if (Kp > K)
         rows->lines.push_back(tag("for (int64_t tu = 0; tu < ", R) + tag("; ++tu) for (int64_t tk = ", K) +
                               tag("; tk < ", Kp) + "; ++tk) " + a_ptr + tag("[tu * ", Kp) + " + tk] = 0;");
@@ -1939,6 +2008,8 @@ class CRenderer {
   struct GpuTile {
     const NodeData *i = nullptr, *j = nullptr, *reduce = nullptr, *a = nullptr, *b = nullptr;
     std::vector<const NodeData*> ks;
+    MatrixUnit unit = MatrixUnit::none;  // a matrix tile's instruction; none: float panels
+    DType half = DType::float32;         // a matrix tile's operand type
   };
   GpuTile gtile_;
   bool group_ = false;               // GPU: the workgroup's threads share each output (grouped reduces)

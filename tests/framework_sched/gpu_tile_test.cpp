@@ -6,6 +6,7 @@
 // Expected values are double loops over the same host data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -16,6 +17,7 @@
 #include "framework/engine/realize.hpp"
 #include "framework_sched/gpu_under_test.hpp"
 #include "framework_sched/render_inputs.hpp"
+#include "hcq/error.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq::fw {
@@ -31,6 +33,30 @@ TargetFacts wave32_gpu_facts(bool optimize = true) {
   info.shared_memory_bytes = 65536;
   info.compute_units = 48;
   return target_facts(info, 1, optimize);
+}
+
+// The same GPU with gfx11's matrix unit, and an NVIDIA GPU as the simulated Hopper reports itself (32-wide warps).
+TargetFacts wmma_gpu_facts() {
+  DeviceInfo info;
+  info.name = "hand-made";
+  info.interface = "sim-kfd";
+  info.arch = "gfx1100";
+  info.wave_size = 32;
+  info.shared_memory_bytes = 65536;
+  info.compute_units = 48;
+  info.matrix_unit = MatrixUnit::wmma_gfx11;
+  return target_facts(info, 1, true);
+}
+TargetFacts mma_gpu_facts() {
+  DeviceInfo info;
+  info.name = "hand-made";
+  info.interface = "sim-rm";
+  info.arch = "sm_90";
+  info.wave_size = 32;
+  info.shared_memory_bytes = 227 * 1024;
+  info.compute_units = 132;
+  info.matrix_unit = MatrixUnit::mma_sm80;
+  return target_facts(info, 1, true);
 }
 
 size_t count(const std::string& s, const std::string& what) {
@@ -61,6 +87,52 @@ TEST(FrameworkGpuTile, SmallProductsAndUnoptimisedKernelsKeepOneThreadPerOutput)
   }
 }
 
+// Half-type products on a GPU with a matrix unit: the panels hold 16-bit words, each wave makes two 16 x 16 x 16
+// products per 16 k through the kernel ABI's macro for the unit and type, and reads its sums in that unit's layout.
+TEST(FrameworkGpuTile, HalfProductsUseTheMatrixUnit) {
+  const RenderedKernel f16 = render_c(matmul_kernel(128, 64, 128, false, false, DType::float16), wmma_gpu_facts());
+  // 4 waves: 2 down the rows, 2 across 64 columns, each a 16 x 32 strip: 32 x 64 outputs a workgroup.
+  EXPECT_EQ(f16.opts, "TC(wmma_gfx11) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
+  EXPECT_EQ(f16.global[0], 8u);
+  EXPECT_EQ(f16.local[0], 128u);
+  EXPECT_EQ(count(f16.source, "HCQ_MMA16_WMMA_GFX11_F16(tacc["), 2u) << f16.source;
+  EXPECT_EQ(count(f16.source, "HCQ_MMA16_WMMA_GFX11_ROW(lane, tv)"), 1u) << f16.source;
+  EXPECT_NE(f16.source.find("HCQ_SHARED(uint16_t, tsa, 1280);"), std::string::npos) << f16.source;  // 32 rows x 40
+  EXPECT_NE(f16.source.find("HCQ_SHARED(uint16_t, tsb, 2560);"), std::string::npos) << f16.source;  // 64 columns x 40
+  EXPECT_EQ(count(f16.source, "HCQ_BARRIER();"), 2u) << f16.source;
+  const RenderedKernel bf16 = render_c(matmul_kernel(128, 64, 128, false, false, DType::bfloat16), mma_gpu_facts());
+  EXPECT_EQ(bf16.opts, "TC(mma_sm80) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
+  EXPECT_EQ(count(bf16.source, "HCQ_MMA16_MMA_SM80_BF16(tacc["), 2u) << bf16.source;
+  // float32 operands, or a GPU without a matrix unit: float panels.
+  EXPECT_EQ(render_c(matmul_kernel(128, 64, 128), wmma_gpu_facts()).opts,
+            "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)");
+  EXPECT_EQ(render_c(matmul_kernel(128, 64, 128, false, false, DType::float16), wave32_gpu_facts()).opts,
+            "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)");
+}
+
+// Opts as data: TC names the GPU's unit, and another unit is refused with the device's.
+TEST(FrameworkGpuTile, TheMatrixOptNamesTheUnit) {
+  const Node k = matmul_kernel(128, 64, 128, false, false, DType::float16);
+  EXPECT_EQ(render_with_opts(k, wmma_gpu_facts(), "TC(wmma_gfx11) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)").opts,
+            "TC(wmma_gfx11) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
+  try {
+    render_with_opts(k, wmma_gpu_facts(), "TC(mma_sm80)");
+    FAIL() << "another GPU's unit was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "opts \"TC(mma_sm80)\" for r_128_128_64: TC(mma_sm80) does not apply: the device's matrix unit is "
+              "wmma_gfx11");
+  }
+  try {
+    render_with_opts(k, wave32_gpu_facts(), "TC(wmma_gfx11)");
+    FAIL() << "a GPU without a matrix unit took TC";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "opts \"TC(wmma_gfx11)\" for r_128_128_64: TC(wmma_gfx11) does not apply: the device has no matrix "
+              "unit the code generator uses");
+  }
+}
+
 // The opts of the kernels the next realizes render, kept while it lives.
 class RenderedOpts {
  public:
@@ -75,6 +147,11 @@ class RenderedOpts {
   size_t tiled() const {
     size_t n = 0;
     for (const std::string& o : opts_) n += o.find("SMEM(16)") != std::string::npos;
+    return n;
+  }
+  size_t matrix_tiled() const {
+    size_t n = 0;
+    for (const std::string& o : opts_) n += o.rfind("TC(", 0) == 0 && o.find("SMEM(32)") != std::string::npos;
     return n;
   }
 
@@ -118,6 +195,72 @@ TEST(FrameworkGpuTile, ProductsEqualTheDoubleLoop) {
   check_product(gpu, 1, 100, 45, 70, false);    // ragged rows, columns and the last step
   check_product(gpu, 2, 70, 40, 66, true);      // a batch, and a bias and ReLU after the sum
   check_product(gpu, 1, 128, 784, 128, false);  // the MLP's first layer
+}
+
+// The value a float16 or bfloat16 holds nearest to v (round to nearest even), and the type's relative half-ulp.
+double round_half(double v, DType t) {
+  if (v == 0) return 0;
+  const int bits = t == DType::bfloat16 ? 8 : 11;  // significand bits, the hidden one included
+  int e = 0;
+  std::frexp(v, &e);
+  const double q = std::ldexp(1.0, e - bits);
+  return std::nearbyint(v / q) * q;
+}
+
+// half(a @ b) for half a [batch, M, K] and b [batch, K, N] (cast inside the product's kernel, or realized first:
+// plain loads), then relu(+ bias) in float32 when `epilogue`; against a double loop over the same half values, the
+// sum rounded once to the half type.
+void check_half_product(const std::string& gpu, DType t, int64_t batch, int64_t M, int64_t K, int64_t N, bool epilogue,
+                        bool realized) {
+  std::vector<float> av = wavy(static_cast<size_t>(batch * M * K), 0.1),
+                     bv = wavy(static_cast<size_t>(batch * K * N), 0.7);
+  for (float& v : av) v = static_cast<float>(round_half(v, t));
+  for (float& v : bv) v = static_cast<float>(round_half(v, t));
+  const std::vector<float> cv = wavy(static_cast<size_t>(N), 1.3);
+  Tensor a = Tensor(av, {batch, M, K}, gpu).cast(t), b = Tensor(bv, {batch, K, N}, gpu).cast(t);
+  if (realized) {
+    a.realize();
+    b.realize();
+  }
+  const Tensor bias(cv, {N}, gpu);
+  RenderedOpts seen;
+  Tensor out = a.matmul(b).cast(DType::float32);
+  if (epilogue) out = (out + bias).relu();
+  const std::vector<float> got = out.data<float>();
+  EXPECT_EQ(seen.matrix_tiled(), 1u) << batch << "x" << M << "x" << K << "x" << N;
+  ASSERT_EQ(got.size(), static_cast<size_t>(batch * M * N));
+  for (int64_t p = 0; p < batch; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double x = static_cast<double>(av[static_cast<size_t>((p * M + i) * K + k)]) *
+                           bv[static_cast<size_t>((p * K + k) * N + j)];
+          s += x;
+          mag += std::abs(x);
+        }
+        // One rounding of the float32 sum to the half type: within its half-ulp of the double sum, plus float32's
+        // accumulation error (the unit sums in its own order).
+        const double rounded = round_half(s, t);
+        const double ulp = std::ldexp(std::abs(rounded), t == DType::bfloat16 ? -8 : -11);
+        double want = rounded;
+        if (epilogue) want = std::max(want + cv[static_cast<size_t>(j)], 0.0);
+        const size_t at = static_cast<size_t>((p * M + i) * N + j);
+        ASSERT_NEAR(got[at], want, ulp + 4.0 * static_cast<double>(K) * std::ldexp(mag, -24) + 1e-6)
+            << "element " << p << "," << i << "," << j;
+      }
+}
+
+// On a GPU with a matrix unit (the simulated gfx1100 and Hopper), float16 and bfloat16 products through it.
+TEST(FrameworkGpuTile, HalfProductsOnTheMatrixUnitEqualTheDoubleLoop) {
+  FW_REQUIRE_GPU(gpu);
+  if (open_device(gpu).info().matrix_unit == MatrixUnit::none) GTEST_SKIP() << gpu << " has no matrix unit";
+  for (DType t : {DType::float16, DType::bfloat16}) {
+    check_half_product(gpu, t, 1, 64, 64, 64, false, true);     // whole blocks and steps, plain loads
+    check_half_product(gpu, t, 1, 100, 45, 70, false, false);   // ragged rows, columns and the last step; casts
+    check_half_product(gpu, t, 2, 70, 40, 66, true, true);      // a batch, and a bias and ReLU after
+    check_half_product(gpu, t, 1, 128, 784, 128, false, true);  // the MLP's first layer's shape
+  }
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // The optimiser's fuzzer (issue 19): random shapes, each computed with the code generator's optimisations (register
 // and dot tiles, blocked panels, upcasts, the work split) and again under HCQ_NOOPT=1 (plain loops), compared element
 // by element. Shapes mix 1s, primes, powers of two and long reductions (blocked panels); the expressions are
-// products with either operand transposed and an epilogue (float32, and bf16 for the bf16 tiles), convolutions with their two gradients, and reductions
+// products with either operand transposed and an epilogue (float32, and bf16 and float16 for the bf16 and matrix tiles), convolutions with their two gradients, and reductions
 // over random axes. Fixed seeds, so a failure names its case and reruns; HCQ_OPT_FUZZ_CASES=N runs N cases per kind.
 // On a simulated GPU (scripts/test.sh's GPU runs) fewer cases: its kernels run on the simulator's host twins, a
 // convolution's gradients for tens of seconds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -58,6 +59,7 @@ struct Case {
   int64_t reduce_length;
   std::function<std::vector<Tensor>()> compute;
   double rel = 1e-4;  // relative tolerance: float32 sums in another order
+  double abs = 0;     // absolute tolerance besides the sums' (a rounding before a cancelling epilogue)
 };
 
 Case matmul_case(Rng& r) {
@@ -79,24 +81,36 @@ Case matmul_case(Rng& r) {
   return c;
 }
 
-// A bf16 product (the CPU device's bf16 tiles, render_c.cpp): rows and columns often multiples of 16 (the tiles'
-// blocks), K anything (padded to 32 in the tiles), read as floats after the product's one rounding to bf16.
-Case bf16_matmul_case(Rng& r) {
+// A bf16 or float16 product (the CPU device's bf16 tiles and the GPUs' matrix tiles, render_c.cpp): rows and
+// columns often multiples of 16 (the tiles' blocks), K anything (padded to 32 in the tiles), read as floats after the
+// product's one rounding to the half type.
+Case half_matmul_case(Rng& r, DType half) {
   static const int64_t kBlocks[] = {16, 32, 48, 64, 96, 128};
   auto side = [&] { return r.chance(60) ? kBlocks[r.next() % std::size(kBlocks)] : r.dim(128); };
   const int64_t M = side(), N = side(), K = r.dim(200);
   const bool at = r.chance(30), bt = r.chance(30), epilogue = r.chance(50);
   const std::vector<float> av = r.floats(M * K), bv = r.floats(K * N), cv = r.floats(N);
   Case c;
-  c.what =
-      cat("bf16 matmul M ", M, " K ", K, " N ", N, at ? " A^T" : "", bt ? " B^T" : "", epilogue ? " + bias, relu" : "");
+  c.what = cat(half == DType::bfloat16 ? "bf16" : "float16", " matmul M ", M, " K ", K, " N ", N, at ? " A^T" : "",
+               bt ? " B^T" : "", epilogue ? " + bias, relu" : "");
   c.reduce_length = K;
-  // The same float32 sum in another order may round to the neighbouring bf16 value: one bf16 ulp (2^-8 relative).
-  c.rel = std::ldexp(1.0, -7);
+  // The same float32 sum in another order may round to the neighbouring half value: one ulp (2^-8 relative for
+  // bf16, 2^-11 for float16).
+  c.rel = std::ldexp(1.0, half == DType::bfloat16 ? -7 : -10);
+  // That ulp is the product's, before the bias: as absolute, the type's ulp at the largest sum of |a| |b|.
+  double largest = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += std::abs(static_cast<double>(av[static_cast<size_t>(at ? k * M + i : i * K + k)]) *
+                      bv[static_cast<size_t>(bt ? j * K + k : k * N + j)]);
+      largest = std::max(largest, s);
+    }
+  c.abs = c.rel * largest;
   c.compute = [=] {
-    const DType bf16 = DType::bfloat16;
-    const Tensor a = at ? Tensor(av, {K, M}).cast(bf16).transpose() : Tensor(av, {M, K}).cast(bf16);
-    const Tensor b = bt ? Tensor(bv, {N, K}).cast(bf16).transpose() : Tensor(bv, {K, N}).cast(bf16);
+    const Tensor a = at ? Tensor(av, {K, M}).cast(half).transpose() : Tensor(av, {M, K}).cast(half);
+    const Tensor b = bt ? Tensor(bv, {N, K}).cast(half).transpose() : Tensor(bv, {K, N}).cast(half);
     Tensor out = a.matmul(b).cast(DType::float32);
     if (epilogue) out = (out + Tensor(cv, {N})).relu();
     return std::vector<Tensor>{out};
@@ -179,7 +193,7 @@ void check_case(const Case& c) {
   }
   ::unsetenv("HCQ_NOOPT");
   ASSERT_EQ(opt.size(), plain.size()) << c.what;
-  const double atol = 2e-6 * static_cast<double>(c.reduce_length);
+  const double atol = 2e-6 * static_cast<double>(c.reduce_length) + c.abs;
   for (size_t o = 0; o < opt.size(); ++o) {
     ASSERT_EQ(opt[o].size(), plain[o].size()) << c.what << ", output " << o;
     for (size_t e = 0; e < opt[o].size(); ++e) {
@@ -197,7 +211,13 @@ TEST(FrameworkOptFuzz, ProductsMatchTheUnoptimisedKernels) {
 
 TEST(FrameworkOptFuzz, Bf16ProductsMatchTheUnoptimisedKernels) {
   Rng r{0x2545f4914f6cdd1dull};
-  for (int k = 0; k < cases_per_kind(8, 2); ++k) check_case(bf16_matmul_case(r));
+  for (int k = 0; k < cases_per_kind(8, 2); ++k) check_case(half_matmul_case(r, DType::bfloat16));
+}
+
+// float16 products: on the simulated gfx1100 and the NVIDIA GPUs through the matrix unit's float16 form.
+TEST(FrameworkOptFuzz, Float16ProductsMatchTheUnoptimisedKernels) {
+  Rng r{0x6a09e667f3bcc909ull};
+  for (int k = 0; k < cases_per_kind(4, 2); ++k) check_case(half_matmul_case(r, DType::float16));
 }
 
 TEST(FrameworkOptFuzz, ConvolutionsAndTheirGradientsMatchTheUnoptimisedKernels) {
