@@ -34,6 +34,7 @@ Target make(std::string_view name, uint8_t gc_major, uint8_t gc_minor, uint8_t g
       t.regs = &kRegsGc9_4;
       t.wave32 = false;
       t.aql_compute = true;  // gfx942/gfx950 are multi-XCC: PM4 PRED_EXEC works only inside IBs there
+      t.matrix_unit = MatrixUnit::mfma_cdna3;
       break;
     case 11:
       t.family = GfxFamily::gc11;
@@ -50,6 +51,7 @@ Target make(std::string_view name, uint8_t gc_major, uint8_t gc_minor, uint8_t g
       t.pm4 = &pm4::kGfx10Plus;
       t.regs = &kRegsGc12;
       t.wave32 = true;
+      t.matrix_unit = MatrixUnit::wmma_gfx12;
       break;
   }
   t.sdma = sdma_major == 4 ? &sdma::kSdma4 : sdma_major == 6 ? &sdma::kSdma6 : &sdma::kSdma7;

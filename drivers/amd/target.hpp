@@ -37,8 +37,8 @@ struct Target {
   bool aql_compute;            // multi-XCC parts: compute work goes through an AQL queue
   bool rsrc1_priv_for_cwsr;    // set COMPUTE_PGM_RSRC1.PRIV (see KernelInfo::from_descriptor)
   uint32_t lds_granule_bytes;  // COMPUTE_PGM_RSRC2.LDS_SIZE unit
-  // The matrix instruction generated kernels use: GC 11's WMMA (wave32). GC 12's WMMA (other operand layouts) and
-  // GC 9.4's MFMA are not generated yet.
+  // The matrix instruction generated kernels use for half-type products: GC 9.4's MFMA (wave64), GC 11's and GC
+  // 12's WMMA (wave32, each with its own operand layouts).
   MatrixUnit matrix_unit;
 
   // The descriptor of a known target; throws hcq::InvalidArgument naming the known ones otherwise.

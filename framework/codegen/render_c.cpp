@@ -20,6 +20,7 @@
 #include "framework/ir/symbolic.hpp"
 #include "framework/schedule/lower.hpp"
 #include "hcq/error.hpp"
+#include "hcq/kernel_abi.h"  // the matrix units' shapes (HCQ_MMA16_*_LANES, _SUMS)
 
 namespace hcq::fw {
 namespace {
@@ -388,11 +389,27 @@ class CRenderer {
   //
   // Matrix tiles (tinygrad's TC on GPUs): when both operands are float16 (or both bfloat16) values widened to float32
   // and the GPU has a matrix unit (TargetFacts::matrix_unit), the panels hold the operands' 16-bit words, k
-  // contiguous (B's transposed), and each wave of 32 lanes computes a 16 x 32 strip of the block as two 16 x 16 x 16
-  // products per 16 k through the kernel ABI's HCQ_MMA16_* (WMMA on gfx11, mma.sync on sm_80 and later), its sums
-  // in the instruction's layout (HCQ_MMA16_*_ROW/COL) for the epilogue. Steps of 32 k, two barriers each.
+  // contiguous (B's transposed), and each wave computes a 16 x 32 strip of the block (two waves across its 64
+  // columns, the rest down its rows) as two 16 x 16 x 16 products per 16 k through the kernel ABI's HCQ_MMA16_*
+  // (WMMA on gfx11 and gfx12, MFMA on gfx942, mma.sync on sm_80 and later), its sums in the instruction's layout
+  // (HCQ_MMA16_*_ROW/COL) for the epilogue. Steps of 32 k, two barriers each.
   static constexpr int64_t kGpuTileR = 4, kGpuTileK = 16, kGpuTileTx = 16;
-  static constexpr int64_t kMmaLanes = 32, kMmaTileK = 32, kMmaPad = 8;  // a panel row: 32 k + 8 words of padding
+  static constexpr int64_t kMmaTileK = 32, kMmaPad = 8;  // a panel row: 32 k + 8 words of padding
+  // A unit's wave width and sums per lane, as the kernel ABI gives them (HCQ_MMA16_<unit>_LANES, _SUMS).
+  struct MmaShape {
+    int64_t lanes = 0, sums = 0;
+  };
+  static MmaShape mma_shape(MatrixUnit u) {
+    switch (u) {
+      case MatrixUnit::wmma_gfx11: return {HCQ_MMA16_WMMA_GFX11_LANES, HCQ_MMA16_WMMA_GFX11_SUMS};
+      case MatrixUnit::wmma_gfx12: return {HCQ_MMA16_WMMA_GFX12_LANES, HCQ_MMA16_WMMA_GFX12_SUMS};
+      case MatrixUnit::mfma_cdna3: return {HCQ_MMA16_MFMA_CDNA3_LANES, HCQ_MMA16_MFMA_CDNA3_SUMS};
+      case MatrixUnit::mma_sm80: return {HCQ_MMA16_MMA_SM80_LANES, HCQ_MMA16_MMA_SM80_SUMS};
+      case MatrixUnit::none: break;
+    }
+    return {};
+  }
+  int64_t mma_lanes() const { return mma_shape(facts_.matrix_unit).lanes; }
   int64_t gpu_tile_ty() const { return facts_.threads_per_group / kGpuTileTx; }
   // The kernel ABI's spelling of a unit in its macros' names: HCQ_MMA16_WMMA_GFX11_F16.
   static std::string mma_macro_unit(MatrixUnit u) {
@@ -401,11 +418,11 @@ class CRenderer {
     return s;
   }
   // A matrix tile's waves: two across the block's 64 columns, the rest down its rows (16 each).
-  int64_t mma_waves() const { return facts_.threads_per_group / kMmaLanes; }
+  int64_t mma_waves() const { return facts_.threads_per_group / mma_lanes(); }
   int64_t mma_rows() const { return 16 * (mma_waves() / 2); }
   bool mma_fits() const {
-    return facts_.matrix_unit != MatrixUnit::none && facts_.wave_size == kMmaLanes &&
-           facts_.threads_per_group % (2 * kMmaLanes) == 0 &&
+    return facts_.matrix_unit != MatrixUnit::none && facts_.wave_size == mma_lanes() &&
+           facts_.threads_per_group % (2 * mma_lanes()) == 0 &&
            static_cast<uint64_t>((mma_rows() + kGpuTileTx * kGpuTileR) * (kMmaTileK + kMmaPad)) * 2 <=
                facts_.shared_memory_bytes;
   }
@@ -489,8 +506,8 @@ class CRenderer {
     }
     root_.lines.push_back("const uint32_t lx = HCQ_LOCAL_ID(0);");
     if (mma)  // the wave's lane, and its strip: rows wm * 16, columns wn * 32
-      root_.lines.push_back(tag("const int64_t lane = lx % ", kMmaLanes) + tag(", wm = lx / ", 2 * kMmaLanes) +
-                            tag(", wn = lx / ", kMmaLanes) + " % 2;");
+      root_.lines.push_back(tag("const int64_t lane = lx % ", mma_lanes()) + tag(", wm = lx / ", 2 * mma_lanes()) +
+                            tag(", wn = lx / ", mma_lanes()) + " % 2;");
     else root_.lines.push_back(tag("const int64_t tx = lx % ", TX) + tag(", ty = lx / ", TX) + ";");
     // Blocks in a loop uniform across the workgroup (every thread reaches every barrier), batch outermost.
     Scope* block =
@@ -501,7 +518,8 @@ class CRenderer {
     }
     block->lines.push_back(tag("const int64_t ti0 = tg / ", tiles_n) + tag(" % ", tiles_m) + tag(" * ", TM) +
                            tag(", tj0 = tg % ", tiles_n) + tag(" * ", TN) + ";");
-    block->lines.push_back(mma ? "float tacc[2][8] = {0};" : tag("float tacc[", R) + tag("][", R) + "] = {0};");
+    const int64_t sums = mma ? mma_shape(g.unit).sums : R;  // per product (matrix) or row (float) a thread holds
+    block->lines.push_back(tag("float tacc[", mma ? 2 : R) + tag("][", sums) + "] = {0};");
     // The reduce ranges from the flat position gk along them (row-major, the first outermost).
     std::unordered_map<const NodeData*, std::string> at_a;
     const std::vector<std::string> k_parts = flat_parts(g.ks, "gk", K);
@@ -554,7 +572,7 @@ class CRenderer {
     // The epilogue, per sum this thread holds: the reduce's value there, the rest of the kernel after it. A matrix
     // tile's sums sit where the instruction put them.
     Scope* rows = open_scope(block, tag("for (int64_t tu = 0; tu < ", mma ? 2 : R) + "; ++tu) {");
-    Scope* cols = open_scope(rows, tag("for (int64_t tv = 0; tv < ", mma ? 8 : R) + "; ++tv) {");
+    Scope* cols = open_scope(rows, tag("for (int64_t tv = 0; tv < ", sums) + "; ++tv) {");
     if (mma) {
       const std::string unit = mma_macro_unit(g.unit);
       cols->lines.push_back("const int64_t ei = ti0 + wm * 16 + HCQ_MMA16_" + unit +

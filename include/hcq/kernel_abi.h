@@ -549,32 +549,52 @@ static inline void hcq_bf16_mm16_scalar(float *c, uint32_t ldc, const uint16_t *
 #endif /* bf16 matmul micro-kernels */
 
 /* ================================================================ matrix instructions (GPUs, and their host twins)
- * A 16 x 16 x 16 product of float16 or bfloat16 operands into float32 sums, made by one wave of 32 lanes at once on
- * the GPU's matrix unit (hcq::MatrixUnit, hcq/matrix_unit.hpp; DeviceInfo::matrix_unit says which a GPU has):
+ * A 16 x 16 x 16 product of float16 or bfloat16 operands into float32 sums, made by one wave at once on the GPU's
+ * matrix unit (hcq::MatrixUnit, hcq/matrix_unit.hpp; DeviceInfo::matrix_unit says which a GPU has):
  *
- *   HCQ_MMA16_<UNIT>_<TYPE>(acc, sa, ia, lda, sb, ib, ldb, lane);     UNIT: WMMA_GFX11, MMA_SM80; TYPE: F16, BF16
+ *   HCQ_MMA16_<UNIT>_<TYPE>(acc, sa, ia, lda, sb, ib, ldb, lane);   UNIT: WMMA_GFX11, WMMA_GFX12, MFMA_CDNA3,
+ *                                                                   MMA_SM80; TYPE: F16, BF16
  *
- *   acc[e] += sum over k < 16 of A[m][k] * B[n][k], for e < 8, with (m, n) = (HCQ_MMA16_<UNIT>_ROW(lane, e),
- *   HCQ_MMA16_<UNIT>_COL(lane, e)): acc is the lane's float[8] share of the 16 x 16 sums, in the instruction's own
- *   layout, which a kernel's epilogue must follow. Both operands are 16 x 16 tiles of 16-bit storage words in shared
- *   memory with k contiguous: A's row m at sa[ia + m * lda], B's row n (column n of the right-hand operand, so B is
- *   given transposed) at sb[ib + n * ldb]; ia, ib, lda and ldb even. lane is the lane within the wave,
- *   HCQ_LOCAL_ID(0) % 32 in a one-dimensional workgroup (the waves are consecutive runs of 32 threads).
+ *   acc[e] += sum over k < 16 of A[m][k] * B[n][k], for e < HCQ_MMA16_<UNIT>_SUMS, with (m, n) =
+ *   (HCQ_MMA16_<UNIT>_ROW(lane, e), HCQ_MMA16_<UNIT>_COL(lane, e)): acc is the lane's float[SUMS] share of the 256
+ *   sums, in the instruction's own layout, which a kernel's epilogue must follow. Both operands are 16 x 16 tiles of
+ *   16-bit storage words in shared memory with k contiguous: A's row m at sa[ia + m * lda], B's row n (column n of
+ *   the right-hand operand, so B is given transposed) at sb[ib + n * ldb]; ia, ib, lda and ldb even. lane is the
+ *   lane within the wave of HCQ_MMA16_<UNIT>_LANES (the device's wave size), HCQ_LOCAL_ID(0) % LANES in a
+ *   one-dimensional workgroup (the waves are consecutive runs of LANES threads).
  *
  * Every lane of the wave makes the call together, with the same tile arguments: the instruction runs once for the
- * whole wave (convergent code: not under a branch that splits the wave). The layouts are the vendors':
+ * whole wave (convergent code: not under a branch that splits the wave). The layouts are the vendors' (lane l, g = l
+ * / 16 its group of 16, element or register r):
  *   WMMA_GFX11  V_WMMA_F32_16X16X16_F16 / _BF16 in wave32 (AMD's RDNA3 ISA guide, "Wave Matrix Multiply
- *               Accumulate"): lane l's A operand is row l % 16 (its 16 k), its B operand column l % 16, lanes 16-31
- *               repeating lanes 0-15; its 8 sums are column l % 16, rows 2e + l / 16.
+ *               Accumulate"): A row l % 16, k = r (16 of them; lanes 16-31 repeat 0-15), B column l % 16 likewise;
+ *               8 sums: column l % 16, rows 2e + g.
+ *   WMMA_GFX12  the same instructions on GC 12 (AMD's RDNA4 ISA guide): A row l % 16, k = 8 (r / 4) + 4 g + r % 4
+ *               for r < 8, B column l % 16 likewise; 8 sums: column l % 16, rows 8 g + e.
+ *   MFMA_CDNA3  V_MFMA_F32_16X16X16_F16 / _BF16 in wave64 (AMD's CDNA3 ISA guide, "Matrix Arithmetic
+ *               Instructions"): A row l % 16, k = 4 g + r for r < 4, B column l % 16 likewise; 4 sums: column l %
+ *               16, rows 4 g + e.
  *   MMA_SM80    two PTX mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 (sm_80 on; PTX ISA, "Matrix
- *               fragments for mma.m16n8k16"), one per 8 columns. With g = l / 4 and t = l % 4, a lane holds rows g
- *               and g + 8 and columns 2t and 2t + 1 of each: e = 0..3 the first 8 columns ((g, 2t), (g, 2t + 1),
- *               (g + 8, 2t), (g + 8, 2t + 1)), e = 4..7 the same of columns 8 to 15.
- * On the host (the simulated GPUs' twins) each lane computes its own 8 sums from shared memory in that layout, so a
+ *               fragments for mma.m16n8k16"), one per 8 columns. With q = l / 4 and t = l % 4, a lane holds rows q
+ *               and q + 8 and columns 2t and 2t + 1 of each: e = 0..3 the first 8 columns ((q, 2t), (q, 2t + 1),
+ *               (q + 8, 2t), (q + 8, 2t + 1)), e = 4..7 the same of columns 8 to 15.
+ * On the host (the simulated GPUs' twins) each lane computes its own sums from shared memory in that layout, so a
  * kernel that reads its sums elsewhere, stages its operands in another layout or passes another lane is as wrong
  * there as on the GPU. */
+#define HCQ_MMA16_WMMA_GFX11_LANES 32
+#define HCQ_MMA16_WMMA_GFX11_SUMS 8
 #define HCQ_MMA16_WMMA_GFX11_ROW(lane, e) (2 * (e) + (lane) / 16)
 #define HCQ_MMA16_WMMA_GFX11_COL(lane, e) ((lane) % 16)
+#define HCQ_MMA16_WMMA_GFX12_LANES 32
+#define HCQ_MMA16_WMMA_GFX12_SUMS 8
+#define HCQ_MMA16_WMMA_GFX12_ROW(lane, e) (8 * ((lane) / 16) + (e))
+#define HCQ_MMA16_WMMA_GFX12_COL(lane, e) ((lane) % 16)
+#define HCQ_MMA16_MFMA_CDNA3_LANES 64
+#define HCQ_MMA16_MFMA_CDNA3_SUMS 4
+#define HCQ_MMA16_MFMA_CDNA3_ROW(lane, e) (4 * ((lane) / 16) + (e))
+#define HCQ_MMA16_MFMA_CDNA3_COL(lane, e) ((lane) % 16)
+#define HCQ_MMA16_MMA_SM80_LANES 32
+#define HCQ_MMA16_MMA_SM80_SUMS 8
 #define HCQ_MMA16_MMA_SM80_ROW(lane, e) ((lane) / 4 + 8 * (((e) / 2) % 2))
 #define HCQ_MMA16_MMA_SM80_COL(lane, e) (8 * ((e) / 4) + 2 * ((lane) % 4) + (e) % 2)
 
@@ -596,7 +616,7 @@ static inline float hcq_mma_bf16_value_(uint16_t h) {
 }
 #define HCQ_MMA16_HOST_(UNIT, VALUE, acc, sa, ia, lda, sb, ib, ldb, lane)                                           \
   do {                                                                                                           \
-    for (int e_ = 0; e_ < 8; ++e_) {                                                                             \
+    for (int e_ = 0; e_ < HCQ_MMA16_##UNIT##_SUMS; ++e_) {                                                       \
       const int64_t m_ = HCQ_MMA16_##UNIT##_ROW(lane, e_), n_ = HCQ_MMA16_##UNIT##_COL(lane, e_);                 \
       float s_ = 0.0f;                                                                                           \
       for (int k_ = 0; k_ < 16; ++k_)                                                                            \
@@ -606,33 +626,66 @@ static inline float hcq_mma_bf16_value_(uint16_t h) {
   } while (0)
 #define HCQ_MMA16_WMMA_GFX11_F16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_f16_value_, __VA_ARGS__)
 #define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_bf16_value_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX12_F16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_mma_f16_value_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX12_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_mma_bf16_value_, __VA_ARGS__)
+#define HCQ_MMA16_MFMA_CDNA3_F16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_mma_f16_value_, __VA_ARGS__)
+#define HCQ_MMA16_MFMA_CDNA3_BF16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_mma_bf16_value_, __VA_ARGS__)
 #define HCQ_MMA16_MMA_SM80_F16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_f16_value_, __VA_ARGS__)
 #define HCQ_MMA16_MMA_SM80_BF16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_bf16_value_, __VA_ARGS__)
 #endif
 
-/* gfx11 only: other AMD targets have no such instruction (gfx12's WMMA takes other operands), and a kernel rendered
- * for one fails to compile there, naming the macro. The operands go in as 16 shorts (bf16) or their bits as
- * _Float16 (a vector cast between equal sizes is a bitcast). */
-#if defined(HCQ_TARGET_AMDGPU) && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || \
-                                   defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__))
-typedef short hcq_wmma_i16x16_ __attribute__((ext_vector_type(16)));
-typedef _Float16 hcq_wmma_f16x16_ __attribute__((ext_vector_type(16)));
-typedef float hcq_wmma_f32x8_ __attribute__((ext_vector_type(8)));
-#define HCQ_WMMA_GFX11_(BUILTIN, CAST, acc, sa, ia, lda, sb, ib, ldb, lane) \
-  do {                                                                     \
-    hcq_wmma_i16x16_ a_, b_;                                               \
-    hcq_wmma_f32x8_ c_;                                                    \
-    for (int k_ = 0; k_ < 16; ++k_) {                                      \
-      a_[k_] = (short)(sa)[(ia) + ((lane) % 16) * (lda) + k_];             \
-      b_[k_] = (short)(sb)[(ib) + ((lane) % 16) * (ldb) + k_];             \
-    }                                                                      \
-    for (int e_ = 0; e_ < 8; ++e_) c_[e_] = (acc)[e_];                     \
-    c_ = BUILTIN(CAST a_, CAST b_, c_);                                    \
-    for (int e_ = 0; e_ < 8; ++e_) (acc)[e_] = c_[e_];                     \
+/* AMD: each lane gathers its N operand words of A and of B (k at KOF(lane, r)) into vectors, calls the builtin and
+ * writes the sums back. float16 goes in as the bits of _Float16 (a vector cast between equal sizes is a bitcast),
+ * bfloat16 as shorts. Only the family that has the instruction defines the macros: a kernel rendered for one fails to
+ * compile on another, naming the macro. */
+#if defined(HCQ_TARGET_AMDGPU)
+typedef short hcq_amd_i16x4_ __attribute__((ext_vector_type(4)));
+typedef short hcq_amd_i16x8_ __attribute__((ext_vector_type(8)));
+typedef short hcq_amd_i16x16_ __attribute__((ext_vector_type(16)));
+typedef _Float16 hcq_amd_f16x4_ __attribute__((ext_vector_type(4)));
+typedef _Float16 hcq_amd_f16x8_ __attribute__((ext_vector_type(8)));
+typedef _Float16 hcq_amd_f16x16_ __attribute__((ext_vector_type(16)));
+typedef float hcq_amd_f32x4_ __attribute__((ext_vector_type(4)));
+typedef float hcq_amd_f32x8_ __attribute__((ext_vector_type(8)));
+/* N operand words a lane, SUMS sums, k of register r at KOF(lane, r), the builtin, and the operands' type (f16 or
+ * i16: bfloat16's bits). */
+#define HCQ_AMD_MMA_(N, SUMS, KOF, CALL, TYPE, acc, sa, ia, lda, sb, ib, ldb, lane) \
+  do {                                                                            \
+    hcq_amd_i16x##N##_ a_, b_;                                                    \
+    hcq_amd_f32x##SUMS##_ c_;                                                     \
+    for (int r_ = 0; r_ < (N); ++r_) {                                            \
+      a_[r_] = (short)(sa)[(ia) + ((lane) % 16) * (lda) + KOF(lane, r_)];         \
+      b_[r_] = (short)(sb)[(ib) + ((lane) % 16) * (ldb) + KOF(lane, r_)];         \
+    }                                                                             \
+    for (int e_ = 0; e_ < (SUMS); ++e_) c_[e_] = (acc)[e_];                       \
+    c_ = CALL((hcq_amd_##TYPE##x##N##_)a_, (hcq_amd_##TYPE##x##N##_)b_, c_);      \
+    for (int e_ = 0; e_ < (SUMS); ++e_) (acc)[e_] = c_[e_];                       \
   } while (0)
+#endif
+#if defined(HCQ_TARGET_AMDGPU) && defined(__GFX11__)
+#define HCQ_WMMA_GFX11_K_(lane, r) (r)
 #define HCQ_MMA16_WMMA_GFX11_F16(...) \
-  HCQ_WMMA_GFX11_(__builtin_amdgcn_wmma_f32_16x16x16_f16_w32, (hcq_wmma_f16x16_), __VA_ARGS__)
-#define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_WMMA_GFX11_(__builtin_amdgcn_wmma_f32_16x16x16_bf16_w32, , __VA_ARGS__)
+  HCQ_AMD_MMA_(16, 8, HCQ_WMMA_GFX11_K_, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32, f16, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX11_BF16(...) \
+  HCQ_AMD_MMA_(16, 8, HCQ_WMMA_GFX11_K_, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32, i16, __VA_ARGS__)
+#endif
+#if defined(HCQ_TARGET_AMDGPU) && defined(__GFX12__)
+#define HCQ_WMMA_GFX12_K_(lane, r) (8 * ((r) / 4) + 4 * ((lane) / 16) + (r) % 4)
+#define HCQ_MMA16_WMMA_GFX12_F16(...)                                                                            \
+  HCQ_AMD_MMA_(8, 8, HCQ_WMMA_GFX12_K_, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12, f16, \
+               __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX12_BF16(...)                                                                            \
+  HCQ_AMD_MMA_(8, 8, HCQ_WMMA_GFX12_K_, __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12, i16, \
+               __VA_ARGS__)
+#endif
+#if defined(HCQ_TARGET_AMDGPU) && (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
+                                   defined(__gfx942__) || defined(__gfx950__))
+/* MFMA's last three operands (CBSZ, ABID, BLGP: broadcasts between blocks) stay 0. */
+#define HCQ_MFMA_CDNA3_K_(lane, r) (4 * ((lane) / 16) + (r))
+#define HCQ_MFMA_F16_(a, b, c) __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0)
+#define HCQ_MFMA_BF16_(a, b, c) __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0)
+#define HCQ_MMA16_MFMA_CDNA3_F16(...) HCQ_AMD_MMA_(4, 4, HCQ_MFMA_CDNA3_K_, HCQ_MFMA_F16_, f16, __VA_ARGS__)
+#define HCQ_MMA16_MFMA_CDNA3_BF16(...) HCQ_AMD_MMA_(4, 4, HCQ_MFMA_CDNA3_K_, HCQ_MFMA_BF16_, i16, __VA_ARGS__)
 #endif
 
 /* sm_80 on (NVRTC compiles device code with __CUDA_ARCH__ set). A register holds two consecutive k of a row: the

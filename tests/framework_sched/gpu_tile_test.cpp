@@ -103,6 +103,22 @@ TEST(FrameworkGpuTile, HalfProductsUseTheMatrixUnit) {
   const RenderedKernel bf16 = render_c(matmul_kernel(128, 64, 128, false, false, DType::bfloat16), mma_gpu_facts());
   EXPECT_EQ(bf16.opts, "TC(mma_sm80) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
   EXPECT_EQ(count(bf16.source, "HCQ_MMA16_MMA_SM80_BF16(tacc["), 2u) << bf16.source;
+  // gfx942's MFMA: 64-wide waves (256 threads, still 2 x 2 waves of 16 x 32 strips), 4 sums per lane and product.
+  DeviceInfo cdna;
+  cdna.name = "hand-made";
+  cdna.interface = "sim-kfd";
+  cdna.arch = "gfx942";
+  cdna.wave_size = 64;
+  cdna.shared_memory_bytes = 65536;
+  cdna.compute_units = 304;
+  cdna.matrix_unit = MatrixUnit::mfma_cdna3;
+  const RenderedKernel mfma =
+      render_c(matmul_kernel(128, 64, 128, false, false, DType::float16), target_facts(cdna, 1, true));
+  EXPECT_EQ(mfma.opts, "TC(mfma_cdna3) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
+  EXPECT_EQ(mfma.local[0], 256u);
+  EXPECT_NE(mfma.source.find("float tacc[2][4] = {0};"), std::string::npos) << mfma.source;
+  EXPECT_NE(mfma.source.find("const int64_t lane = lx % 64, wm = lx / 128, wn = lx / 64 % 2;"), std::string::npos)
+      << mfma.source;
   // float32 operands, or a GPU without a matrix unit: float panels.
   EXPECT_EQ(render_c(matmul_kernel(128, 64, 128), wmma_gpu_facts()).opts,
             "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)");

@@ -1,8 +1,8 @@
 // The kernel ABI's matrix instructions (HCQ_MMA16_*, include/hcq/kernel_abi.h; issue 19): the result layouts against
 // the vendors' tables, and a kernel of two waves, each making one 16 x 16 x 16 product from shared memory, built for
-// the GPUs that have the instruction (gfx1100's WMMA through LLVM, sm_86's and sm_90's mma.sync through NVRTC) and
-// run there by the simulators' host twins, and on the CPU device (both units' host forms). Expected values are a
-// double loop over the same operands, chosen so that every float32 sum is exact.
+// the GPUs that have the instruction (gfx1100's and gfx1201's WMMA and gfx942's MFMA through LLVM, sm_86's and sm_90's
+// mma.sync through NVRTC) and run there by the simulators' host twins, and on the CPU device (every unit's host
+// form). Expected values are a double loop over the same operands, chosen so that every float32 sum is exact.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -25,15 +25,21 @@
 namespace hcq {
 namespace {
 
-// (lane, element) -> (row, column) of the 16 x 16 sums, transcribed from the vendors' documents rather than from
-// the macros: AMD's RDNA3 ISA guide, "Wave Matrix Multiply Accumulate" (wave32 D matrix: lanes 0-15 hold the even
-// rows of their column, 16-31 the odd ones), and the PTX ISA, "Matrix fragments for mma.m16n8k16" (C: c0, c1 at
-// row groupID, columns threadID_in_group * 2 + {0, 1}; c2, c3 at row groupID + 8), two m16n8k16 for 16 columns.
+// (lane, element) -> (row, column) of the 16 x 16 sums, transcribed by hand rather than from the macros: AMD's RDNA3
+// ISA guide, "Wave Matrix Multiply Accumulate" (wave32 D matrix: lanes 0-15 hold the even rows of their column,
+// 16-31 the odd ones); RDNA4's (lanes 0-15 rows 0-7 of their column, 16-31 rows 8-15) and CDNA3's 16x16 MFMA
+// (wave64: each group of 16 lanes 4 consecutive rows), as AMD's ISA guides and tinygrad's emulator
+// (runtime/ops_python.py) lay them out; and the PTX ISA, "Matrix fragments for mma.m16n8k16" (C: c0, c1 at row
+// groupID, columns threadID_in_group * 2 + {0, 1}; c2, c3 at row groupID + 8), two m16n8k16 for 16 columns.
 struct Entry {
   int lane, e, row, col;
 };
 constexpr Entry kWmmaGfx11[] = {{0, 0, 0, 0},  {0, 7, 14, 0}, {5, 3, 6, 5},    {15, 1, 2, 15},
                                 {16, 0, 1, 0}, {17, 3, 7, 1}, {31, 7, 15, 15}, {20, 4, 9, 4}};
+constexpr Entry kWmmaGfx12[] = {{0, 0, 0, 0},  {0, 7, 7, 0},    {5, 3, 3, 5},   {15, 1, 1, 15},
+                                {16, 0, 8, 0}, {31, 7, 15, 15}, {20, 2, 10, 4}, {17, 6, 14, 1}};
+constexpr Entry kMfmaCdna3[] = {{0, 0, 0, 0},   {0, 3, 3, 0},    {17, 1, 5, 1},  {35, 2, 10, 3},
+                                {48, 0, 12, 0}, {63, 3, 15, 15}, {15, 2, 2, 15}, {40, 1, 9, 8}};
 constexpr Entry kMmaSm80[] = {{0, 0, 0, 0}, {0, 1, 0, 1},  {0, 2, 8, 0},    {0, 3, 8, 1},   {5, 0, 1, 2},
                               {5, 3, 9, 3}, {5, 6, 9, 10}, {31, 7, 15, 15}, {30, 4, 7, 12}, {3, 5, 0, 15}};
 
@@ -44,6 +50,17 @@ TEST(MatrixLayouts, WmmaGfx11MatchesTheRdna3Guide) {
   }
 }
 
+TEST(MatrixLayouts, WmmaGfx12AndMfmaCdna3MatchAmdsGuides) {
+  for (const Entry& x : kWmmaGfx12) {
+    EXPECT_EQ(HCQ_MMA16_WMMA_GFX12_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
+    EXPECT_EQ(HCQ_MMA16_WMMA_GFX12_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
+  }
+  for (const Entry& x : kMfmaCdna3) {
+    EXPECT_EQ(HCQ_MMA16_MFMA_CDNA3_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
+    EXPECT_EQ(HCQ_MMA16_MFMA_CDNA3_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
+  }
+}
+
 TEST(MatrixLayouts, MmaSm80MatchesThePtxFragments) {
   for (const Entry& x : kMmaSm80) {
     EXPECT_EQ(HCQ_MMA16_MMA_SM80_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
@@ -51,18 +68,27 @@ TEST(MatrixLayouts, MmaSm80MatchesThePtxFragments) {
   }
 }
 
-// Each layout gives the 256 sums to the 32 lanes' 8 elements, each sum once.
+// Each layout gives the 256 sums to its lanes' elements, each sum once.
 TEST(MatrixLayouts, EverySumHasOneLaneAndElement) {
-  std::set<std::pair<int, int>> wmma, mma;
-  for (int lane = 0; lane < 32; ++lane)
-    for (int e = 0; e < 8; ++e) {
-      wmma.emplace(HCQ_MMA16_WMMA_GFX11_ROW(lane, e), HCQ_MMA16_WMMA_GFX11_COL(lane, e));
-      mma.emplace(HCQ_MMA16_MMA_SM80_ROW(lane, e), HCQ_MMA16_MMA_SM80_COL(lane, e));
-    }
-  EXPECT_EQ(wmma.size(), 256u);
-  EXPECT_EQ(mma.size(), 256u);
-  for (const auto& [r, c] : wmma) EXPECT_TRUE(r >= 0 && r < 16 && c >= 0 && c < 16) << r << "," << c;
-  for (const auto& [r, c] : mma) EXPECT_TRUE(r >= 0 && r < 16 && c >= 0 && c < 16) << r << "," << c;
+  auto cover = [](int lanes, int sums, auto row, auto col) {
+    std::set<std::pair<int, int>> seen;
+    for (int lane = 0; lane < lanes; ++lane)
+      for (int e = 0; e < sums; ++e) {
+        const int r = row(lane, e), c = col(lane, e);
+        EXPECT_TRUE(r >= 0 && r < 16 && c >= 0 && c < 16) << r << "," << c;
+        seen.emplace(r, c);
+      }
+    return seen.size();
+  };
+#define HCQ_TEST_COVER_(U)                                                                                 \
+  cover(                                                                                                   \
+      HCQ_MMA16_##U##_LANES, HCQ_MMA16_##U##_SUMS, [](int l, int e) { return HCQ_MMA16_##U##_ROW(l, e); }, \
+      [](int l, [[maybe_unused]] int e) { return HCQ_MMA16_##U##_COL(l, e); })
+  EXPECT_EQ(HCQ_TEST_COVER_(WMMA_GFX11), 256u);
+  EXPECT_EQ(HCQ_TEST_COVER_(WMMA_GFX12), 256u);
+  EXPECT_EQ(HCQ_TEST_COVER_(MFMA_CDNA3), 256u);
+  EXPECT_EQ(HCQ_TEST_COVER_(MMA_SM80), 256u);
+#undef HCQ_TEST_COVER_
 }
 
 // Two waves of 32 lanes; wave w multiplies A_w (16 x 16) by B_w (given transposed, 16 x 16) into C_w, which starts
@@ -73,16 +99,18 @@ std::string product_kernel(const std::string& unit, const std::string& type) {
 HCQ_THREAD_KERNEL(mma16, 3, 0) {
   HCQ_SHARED(uint16_t, sa, 2 * 16 * 24);
   HCQ_SHARED(uint16_t, sb, 2 * 16 * 24);
-  const uint32_t lx = HCQ_LOCAL_ID(0), w = lx / 32, lane = lx % 32;
-  for (uint32_t e = lx; e < 512; e += 64) {
+  const uint32_t lx = HCQ_LOCAL_ID(0), w = lx / HCQ_MMA16_UNIT_LANES, lane = lx % HCQ_MMA16_UNIT_LANES;
+  for (uint32_t e = lx; e < 512; e += 2 * HCQ_MMA16_UNIT_LANES) {
     sa[(e / 16) * 24 + e % 16] = HCQ_BUF(const uint16_t, 1)[e];
     sb[(e / 16) * 24 + e % 16] = HCQ_BUF(const uint16_t, 2)[e];
   }
   HCQ_BARRIER();
-  float acc[8];
-  for (int e = 0; e < 8; ++e) acc[e] = HCQ_BUF(float, 0)[w * 256 + HCQ_MMA16_UNIT_ROW(lane, e) * 16 + HCQ_MMA16_UNIT_COL(lane, e)];
+  float acc[HCQ_MMA16_UNIT_SUMS];
+  for (int e = 0; e < HCQ_MMA16_UNIT_SUMS; ++e)
+    acc[e] = HCQ_BUF(float, 0)[w * 256 + HCQ_MMA16_UNIT_ROW(lane, e) * 16 + HCQ_MMA16_UNIT_COL(lane, e)];
   HCQ_MMA16_UNIT_TYPE(acc, sa, w * 16 * 24, 24, sb, w * 16 * 24, 24, lane);
-  for (int e = 0; e < 8; ++e) HCQ_BUF(float, 0)[w * 256 + HCQ_MMA16_UNIT_ROW(lane, e) * 16 + HCQ_MMA16_UNIT_COL(lane, e)] = acc[e];
+  for (int e = 0; e < HCQ_MMA16_UNIT_SUMS; ++e)
+    HCQ_BUF(float, 0)[w * 256 + HCQ_MMA16_UNIT_ROW(lane, e) * 16 + HCQ_MMA16_UNIT_COL(lane, e)] = acc[e];
 }
 )";
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"UNIT_TYPE", unit + "_" + type}, {"UNIT", unit}})
@@ -108,7 +136,8 @@ uint16_t bf16_bits(float v) {
 
 struct Case {
   std::string device;  // "CPU", or a simulated GPU "SIM-AMD:gfx1100"
-  std::string unit;    // the kernel ABI's unit: WMMA_GFX11, MMA_SM80
+  std::string unit;    // the kernel ABI's unit: WMMA_GFX11, WMMA_GFX12, MFMA_CDNA3, MMA_SM80
+  uint32_t lanes;      // its wave
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.device << " " << c.unit; }
 
@@ -149,7 +178,7 @@ class MatrixProducts : public ::testing::TestWithParam<Case> {
       static_cast<float*>(out.host_ptr())[i] = cv[i];
     }
     auto q = dev_->compute_queue();
-    q->exec(*p, LaunchArgs{{out.va, a.va, b.va}, {}}, Dims{1u, 1u, 1u}, Dims{64u, 1u, 1u});
+    q->exec(*p, LaunchArgs{{out.va, a.va, b.va}, {}}, Dims{1u, 1u, 1u}, Dims{2 * GetParam().lanes, 1u, 1u});
     q->signal(dev_->timeline_signal(), test::take_timeline_value(*dev_));
     q->submit();
     dev_->synchronize();
@@ -173,40 +202,49 @@ class MatrixProducts : public ::testing::TestWithParam<Case> {
 TEST_P(MatrixProducts, Float16SumsEqualTheDoubleLoop) { check("F16"); }
 TEST_P(MatrixProducts, Bfloat16SumsEqualTheDoubleLoop) { check("BF16"); }
 
-INSTANTIATE_TEST_SUITE_P(All, MatrixProducts,
-                         ::testing::Values(Case{"CPU", "WMMA_GFX11"}, Case{"CPU", "MMA_SM80"},
-                                           Case{"SIM-AMD:gfx1100", "WMMA_GFX11"}, Case{"SIM-NV:ampere", "MMA_SM80"},
-                                           Case{"SIM-NV:hopper", "MMA_SM80"}),
-                         [](const auto& info) {
-                           std::string n = info.param.device + "_" + info.param.unit;
-                           for (char& c : n)
-                             if (c == ':' || c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, MatrixProducts,
+    ::testing::Values(Case{"CPU", "WMMA_GFX11", 32}, Case{"CPU", "WMMA_GFX12", 32}, Case{"CPU", "MFMA_CDNA3", 64},
+                      Case{"CPU", "MMA_SM80", 32}, Case{"SIM-AMD:gfx1100", "WMMA_GFX11", 32},
+                      Case{"SIM-AMD:gfx1201", "WMMA_GFX12", 32}, Case{"SIM-AMD:gfx942", "MFMA_CDNA3", 64},
+                      Case{"SIM-NV:ampere", "MMA_SM80", 32}, Case{"SIM-NV:hopper", "MMA_SM80", 32}),
+    [](const auto& info) {
+      std::string n = info.param.device + "_" + info.param.unit;
+      for (char& c : n)
+        if (c == ':' || c == '-') c = '_';
+      return n;
+    });
 
-// gfx1100's code object holds the WMMA instructions themselves (LLVM's disassembler), not a loop of FMAs.
+// The AMD code objects hold the matrix instructions themselves (LLVM's disassembler), not loops of FMAs.
 class AmdMatrixBinaries : public MatrixProducts {};
-TEST_P(AmdMatrixBinaries, UseWmma) {
+TEST_P(AmdMatrixBinaries, HoldTheInstruction) {
+  const std::string gfx = GetParam().device.substr(GetParam().device.find(':') + 1);
+  const std::string mnemonic = GetParam().unit == "MFMA_CDNA3" ? "v_mfma_f32_16x16x16_" : "v_wmma_f32_16x16x16_";
   for (const char* type : {"F16", "BF16"}) {
     const std::vector<uint8_t> bin = check(type);
-    const std::string path = ::testing::TempDir() + "/hcq_mma16_" + type + ".co";
+    const std::string path = ::testing::TempDir() + "/hcq_mma16_" + gfx + "_" + type + ".co";
     FILE* f = std::fopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);
     std::fwrite(bin.data(), 1, bin.size(), f);
     std::fclose(f);
-    const std::string cmd = "llvm-objdump-19 -d --mcpu=gfx1100 " + path + " 2>&1";
+    const std::string cmd = "llvm-objdump-19 -d --mcpu=" + gfx + " " + path + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string text;
     std::array<char, 4096> buf{};
     while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) text.append(buf.data(), n);
     ASSERT_EQ(pclose(p), 0) << text;
-    const std::string want = std::string("v_wmma_f32_16x16x16_") + (std::string(type) == "F16" ? "f16" : "bf16");
-    EXPECT_NE(text.find(want), std::string::npos) << type << ": no " << want << " in\n" << text.substr(0, 4000);
+    const std::string want = mnemonic + (std::string(type) == "F16" ? "f16" : "bf16");
+    EXPECT_NE(text.find(want), std::string::npos) << gfx << " " << type << ": no " << want << " in\n"
+                                                  << text.substr(0, 4000);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Gfx1100, AmdMatrixBinaries, ::testing::Values(Case{"SIM-AMD:gfx1100", "WMMA_GFX11"}));
+INSTANTIATE_TEST_SUITE_P(Amd, AmdMatrixBinaries,
+                         ::testing::Values(Case{"SIM-AMD:gfx1100", "WMMA_GFX11", 32},
+                                           Case{"SIM-AMD:gfx1201", "WMMA_GFX12", 32},
+                                           Case{"SIM-AMD:gfx942", "MFMA_CDNA3", 64}),
+                         [](const auto& info) { return info.param.unit; });
 
 // A GPU without the instruction refuses to build a kernel that uses it, naming the macro.
 TEST(MatrixProductsElsewhere, Gfx12HasNoGfx11Wmma) {

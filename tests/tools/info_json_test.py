@@ -68,16 +68,17 @@ def main():
             check(got == want, f"device {name}: wave, shared memory, units {got}, want {want}")
         if d["interface"] == "cpu":
             check(d["wave_size"] == 1, f"device {name}: the CPU runs a group's threads one after another")
-        # The matrix instruction: RDNA3's WMMA (AMD's RDNA3 ISA guide), PTX mma.sync from sm_80 on (PTX ISA); none
-        # for the CPU device and for the GPUs whose instructions are not generated yet (gfx942's MFMA, gfx12's WMMA).
+        # The matrix instruction: RDNA3's and RDNA4's WMMA, CDNA3's MFMA (AMD's ISA guides), PTX mma.sync from sm_80
+        # on (PTX ISA); none for the CPU device.
         want_unit = {"cpu": "none"}.get(d["interface"])
-        if name and re.match(r"SIM-AMD:gfx11", name):
-            want_unit = "wmma_gfx11"
-        elif name and re.match(r"SIM-AMD:gfx(9|12)", name):
-            want_unit = "none"
-        elif d["interface"] in ("rm", "sim-rm"):
+        for pattern, unit in ((r"SIM-AMD:gfx11", "wmma_gfx11"), (r"SIM-AMD:gfx12", "wmma_gfx12"),
+                              (r"SIM-AMD:gfx9", "mfma_cdna3")):
+            if name and re.match(pattern, name):
+                want_unit = unit
+        if d["interface"] in ("rm", "sim-rm"):
             want_unit = "mma_sm80"
-        check(d["matrix_unit"] in ("none", "wmma_gfx11", "mma_sm80"), f"device {name}: matrix_unit {d['matrix_unit']!r}")
+        check(d["matrix_unit"] in ("none", "wmma_gfx11", "wmma_gfx12", "mfma_cdna3", "mma_sm80"),
+              f"device {name}: matrix_unit {d['matrix_unit']!r}")
         if want_unit:
             check(d["matrix_unit"] == want_unit, f"device {name}: matrix_unit {d['matrix_unit']!r}, want {want_unit!r}")
     for u in doc["unavailable"]:
