@@ -23,41 +23,26 @@
 namespace hcq::fw {
 namespace {
 
-// An AMD GPU as the simulated gfx1100 reports itself: 32-wide waves (128 threads a workgroup), 64 KiB of LDS.
-TargetFacts wave32_gpu_facts(bool optimize = true) {
+// A GPU as a simulated one reports itself (interface, arch, wave, shared memory, compute units, matrix unit).
+TargetFacts gpu_facts(const std::string& interface, const std::string& arch, uint32_t wave, uint32_t shared,
+                      uint32_t units, MatrixUnit unit, bool optimize = true) {
   DeviceInfo info;
   info.name = "hand-made";
-  info.interface = "sim-kfd";
-  info.arch = "gfx1100";
-  info.wave_size = 32;
-  info.shared_memory_bytes = 65536;
-  info.compute_units = 48;
+  info.interface = interface;
+  info.arch = arch;
+  info.wave_size = wave;
+  info.shared_memory_bytes = shared;
+  info.compute_units = units;
+  info.matrix_unit = unit;
   return target_facts(info, 1, optimize);
 }
-
-// The same GPU with gfx11's matrix unit, and an NVIDIA GPU as the simulated Hopper reports itself (32-wide warps).
-TargetFacts wmma_gpu_facts() {
-  DeviceInfo info;
-  info.name = "hand-made";
-  info.interface = "sim-kfd";
-  info.arch = "gfx1100";
-  info.wave_size = 32;
-  info.shared_memory_bytes = 65536;
-  info.compute_units = 48;
-  info.matrix_unit = MatrixUnit::wmma_gfx11;
-  return target_facts(info, 1, true);
+// gfx1100 without its matrix unit: 32-wide waves (128 threads a workgroup), 64 KiB of LDS.
+TargetFacts wave32_gpu_facts(bool optimize = true) {
+  return gpu_facts("sim-kfd", "gfx1100", 32, 65536, 48, MatrixUnit::none, optimize);
 }
-TargetFacts mma_gpu_facts() {
-  DeviceInfo info;
-  info.name = "hand-made";
-  info.interface = "sim-rm";
-  info.arch = "sm_90";
-  info.wave_size = 32;
-  info.shared_memory_bytes = 227 * 1024;
-  info.compute_units = 132;
-  info.matrix_unit = MatrixUnit::mma_sm80;
-  return target_facts(info, 1, true);
-}
+// gfx1100 with it, and an NVIDIA GPU as the simulated Hopper reports itself (32-wide warps).
+TargetFacts wmma_gpu_facts() { return gpu_facts("sim-kfd", "gfx1100", 32, 65536, 48, MatrixUnit::wmma_gfx11); }
+TargetFacts mma_gpu_facts() { return gpu_facts("sim-rm", "sm_90", 32, 227 * 1024, 132, MatrixUnit::mma_sm80); }
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
@@ -104,16 +89,8 @@ TEST(FrameworkGpuTile, HalfProductsUseTheMatrixUnit) {
   EXPECT_EQ(bf16.opts, "TC(mma_sm80) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
   EXPECT_EQ(count(bf16.source, "HCQ_MMA16_MMA_SM80_BF16(tacc["), 2u) << bf16.source;
   // gfx942's MFMA: 64-wide waves (256 threads, still 2 x 2 waves of 16 x 32 strips), 4 sums per lane and product.
-  DeviceInfo cdna;
-  cdna.name = "hand-made";
-  cdna.interface = "sim-kfd";
-  cdna.arch = "gfx942";
-  cdna.wave_size = 64;
-  cdna.shared_memory_bytes = 65536;
-  cdna.compute_units = 304;
-  cdna.matrix_unit = MatrixUnit::mfma_cdna3;
-  const RenderedKernel mfma =
-      render_c(matmul_kernel(128, 64, 128, false, false, DType::float16), target_facts(cdna, 1, true));
+  const RenderedKernel mfma = render_c(matmul_kernel(128, 64, 128, false, false, DType::float16),
+                                       gpu_facts("sim-kfd", "gfx942", 64, 65536, 304, MatrixUnit::mfma_cdna3));
   EXPECT_EQ(mfma.opts, "TC(mfma_cdna3) LOCAL(0,2) LOCAL(1,2) UPCAST(1,2) SMEM(32)");
   EXPECT_EQ(mfma.local[0], 256u);
   EXPECT_NE(mfma.source.find("float tacc[2][4] = {0};"), std::string::npos) << mfma.source;

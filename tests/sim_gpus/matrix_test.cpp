@@ -43,29 +43,28 @@ constexpr Entry kMfmaCdna3[] = {{0, 0, 0, 0},   {0, 3, 3, 0},    {17, 1, 5, 1}, 
 constexpr Entry kMmaSm80[] = {{0, 0, 0, 0}, {0, 1, 0, 1},  {0, 2, 8, 0},    {0, 3, 8, 1},   {5, 0, 1, 2},
                               {5, 3, 9, 3}, {5, 6, 9, 10}, {31, 7, 15, 15}, {30, 4, 7, 12}, {3, 5, 0, 15}};
 
-TEST(MatrixLayouts, WmmaGfx11MatchesTheRdna3Guide) {
-  for (const Entry& x : kWmmaGfx11) {
-    EXPECT_EQ(HCQ_MMA16_WMMA_GFX11_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
-    EXPECT_EQ(HCQ_MMA16_WMMA_GFX11_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
+// Each entry against a unit's ROW and COL macros.
+template <size_t N, typename Row, typename Col>
+void expect_layout(const Entry (&entries)[N], Row row, Col col, const char* unit) {
+  for (const Entry& x : entries) {
+    EXPECT_EQ(row(x.lane, x.e), x.row) << unit << " lane " << x.lane << " element " << x.e;
+    EXPECT_EQ(col(x.lane, x.e), x.col) << unit << " lane " << x.lane << " element " << x.e;
   }
+}
+#define HCQ_TEST_ROW_(U) [](int l, int e) { return HCQ_MMA16_##U##_ROW(l, e); }
+#define HCQ_TEST_COL_(U) [](int l, [[maybe_unused]] int e) { return HCQ_MMA16_##U##_COL(l, e); }
+
+TEST(MatrixLayouts, WmmaGfx11MatchesTheRdna3Guide) {
+  expect_layout(kWmmaGfx11, HCQ_TEST_ROW_(WMMA_GFX11), HCQ_TEST_COL_(WMMA_GFX11), "WMMA_GFX11");
 }
 
 TEST(MatrixLayouts, WmmaGfx12AndMfmaCdna3MatchAmdsGuides) {
-  for (const Entry& x : kWmmaGfx12) {
-    EXPECT_EQ(HCQ_MMA16_WMMA_GFX12_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
-    EXPECT_EQ(HCQ_MMA16_WMMA_GFX12_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
-  }
-  for (const Entry& x : kMfmaCdna3) {
-    EXPECT_EQ(HCQ_MMA16_MFMA_CDNA3_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
-    EXPECT_EQ(HCQ_MMA16_MFMA_CDNA3_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
-  }
+  expect_layout(kWmmaGfx12, HCQ_TEST_ROW_(WMMA_GFX12), HCQ_TEST_COL_(WMMA_GFX12), "WMMA_GFX12");
+  expect_layout(kMfmaCdna3, HCQ_TEST_ROW_(MFMA_CDNA3), HCQ_TEST_COL_(MFMA_CDNA3), "MFMA_CDNA3");
 }
 
 TEST(MatrixLayouts, MmaSm80MatchesThePtxFragments) {
-  for (const Entry& x : kMmaSm80) {
-    EXPECT_EQ(HCQ_MMA16_MMA_SM80_ROW(x.lane, x.e), x.row) << "lane " << x.lane << " element " << x.e;
-    EXPECT_EQ(HCQ_MMA16_MMA_SM80_COL(x.lane, x.e), x.col) << "lane " << x.lane << " element " << x.e;
-  }
+  expect_layout(kMmaSm80, HCQ_TEST_ROW_(MMA_SM80), HCQ_TEST_COL_(MMA_SM80), "MMA_SM80");
 }
 
 // Each layout gives the 256 sums to its lanes' elements, each sum once.
@@ -80,10 +79,7 @@ TEST(MatrixLayouts, EverySumHasOneLaneAndElement) {
       }
     return seen.size();
   };
-#define HCQ_TEST_COVER_(U)                                                                                 \
-  cover(                                                                                                   \
-      HCQ_MMA16_##U##_LANES, HCQ_MMA16_##U##_SUMS, [](int l, int e) { return HCQ_MMA16_##U##_ROW(l, e); }, \
-      [](int l, [[maybe_unused]] int e) { return HCQ_MMA16_##U##_COL(l, e); })
+#define HCQ_TEST_COVER_(U) cover(HCQ_MMA16_##U##_LANES, HCQ_MMA16_##U##_SUMS, HCQ_TEST_ROW_(U), HCQ_TEST_COL_(U))
   EXPECT_EQ(HCQ_TEST_COVER_(WMMA_GFX11), 256u);
   EXPECT_EQ(HCQ_TEST_COVER_(WMMA_GFX12), 256u);
   EXPECT_EQ(HCQ_TEST_COVER_(MFMA_CDNA3), 256u);
