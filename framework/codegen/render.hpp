@@ -30,11 +30,13 @@ struct RenderedKernel {
 // values are hoisted. On the CPU device the outermost output loop is split over workgroups (one per worker); on a GPU
 // each thread computes one output element (a grid-stride loop over them). The per-target spellings are the prelude's.
 // `choice` 0 is the heuristics' rendering; 1 to render_choices(kernel, facts) - 1 the alternatives a search times
-// (framework/engine/beam.hpp): each register tile that fits, best-ranked first, then the plain loops last. A choice
-// past them is an InvalidArgument. Every choice computes the same values (up to float32's summation order).
+// (framework/engine/beam.hpp): on the CPU device each register tile that fits, best-ranked first, then the plain
+// loops last; on a GPU, for a half-type product on its matrix unit, the float panels. A choice past them is an
+// InvalidArgument. Every choice computes the same values (up to float32's summation order).
 RenderedKernel render_c(const Node& kernel, const TargetFacts& facts, size_t choice = 0);
 
-// How many choices render_c has for this kernel: 1 off the CPU device or without optimisation.
+// How many choices render_c has for this kernel: 1 without optimisation, and on a GPU but for half-type products
+// on its matrix unit (2).
 size_t render_choices(const Node& kernel, const TargetFacts& facts);
 
 // Opts as data (framework/codegen/opts.cpp): the choice whose opts are exactly `opts` (render_c's spelling:

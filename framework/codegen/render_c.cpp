@@ -154,8 +154,12 @@ class CRenderer {
 
   // How many renderings render() can give this kernel (render_choices).
   size_t choices(const Node& kernel) {
-    if (facts_.target != Target::cpu || !facts_.optimize) return 1;
+    if (!facts_.optimize) return 1;
     out_ranges_ = output_ranges(kernel);
+    // On a GPU, a half-type product on the matrix unit also renders with float panels (choice 1): whether the unit
+    // pays for a product is the search's to time (HCQ_BEAM).
+    if (facts_.target != Target::cpu)
+      return choose_gpu_tile(kernel, out_ranges_) && gtile_.unit != MatrixUnit::none ? 2 : 1;
     return tile_alternatives(kernel, out_ranges_).size() + 2;
   }
 
@@ -274,6 +278,7 @@ class CRenderer {
     Scope* cur = &root_;
     if (facts_.target != Target::cpu) {
       if (choose_gpu_tile(kernel, out_ranges)) {
+        if (choice_ == 1) gtile_.unit = MatrixUnit::none;  // choices(): the float panels instead of the unit
         cur = render_gpu_tile(out_ranges, rk);
       } else {
         group_ = group_threads(kernel, out_ranges);

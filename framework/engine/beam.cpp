@@ -96,6 +96,19 @@ std::vector<std::byte> output_of(Arguments& a) {
   return out;
 }
 
+// The type whose tolerance two renderings' outputs are compared at: the output's, or, for a float output, the
+// narrowest float type the kernel rounds through (a float16 product stored as float32 differs by float16's ulp when
+// two renderings sum in other orders).
+DType comparison_type(const Node& ast, DType out) {
+  if (out != DType::float32 && out != DType::float16) return out;
+  DType t = out;
+  for (const NodeData* n : toposort({ast})) {
+    if (n->dtype == DType::bfloat16) return DType::bfloat16;
+    if (n->dtype == DType::float16) t = DType::float16;
+  }
+  return t;
+}
+
 std::string opts_or_plain(const RenderedKernel& rk) { return rk.opts.empty() ? "(no opts)" : rk.opts; }
 
 }  // namespace
@@ -103,7 +116,7 @@ std::string opts_or_plain(const RenderedKernel& rk) { return rk.opts.empty() ? "
 RenderedKernel render_searched(const Node& ast, const TargetFacts& facts, const std::string& device) {
   RenderedKernel base = render_c(ast, facts);
   const unsigned width = knobs::beam();
-  if (width == 0 || facts.target != Target::cpu || !facts.optimize) return base;
+  if (width == 0 || !facts.optimize) return base;
   const size_t choices = render_choices(ast, facts);
   if (choices <= 1) return base;
 
@@ -134,13 +147,14 @@ RenderedKernel render_searched(const Node& ast, const TargetFacts& facts, const 
   const std::vector<std::shared_ptr<const CompiledKernel>> compiled = compile_kernels(requests);
 
   Arguments args = arguments_for(ast, dev);
+  const DType compared_as = comparison_type(ast, args.out);
   run_once(*compiled[0], args);
   const std::vector<std::byte> want = output_of(args);
   std::vector<bool> valid(compiled.size(), true);
   size_t dropped = 0;
   for (size_t c = 1; c < compiled.size(); ++c) {
     run_once(*compiled[c], args);
-    if (first_mismatch(args.out, output_of(args), want)) {
+    if (first_mismatch(args.out, output_of(args), want, compared_as)) {
       valid[c] = false;
       ++dropped;
       ++rejected;

@@ -95,12 +95,15 @@ bool close(double got, double want, Tolerance tol) {
 
 }  // namespace
 
-std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want) {
+std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want,
+                                       std::optional<DType> tolerance_of) {
   const size_t size = dtype_size(t);
-  const Tolerance tol = tolerance(t);
+  const DType tt = tolerance_of.value_or(t);
+  const Tolerance tol = tolerance(tt);
   for (size_t at = 0; at + size <= got.size() && at + size <= want.size(); at += size) {
     const double g = value(t, got.data() + at), w = value(t, want.data() + at);
-    if (!close(g, w, tol)) return Mismatch{at / size, g, w, cat(dtype_name(t), " tolerance ", tol.abs, " + ", tol.rel)};
+    if (!close(g, w, tol))
+      return Mismatch{at / size, g, w, cat(dtype_name(tt), " tolerance ", tol.abs, " + ", tol.rel)};
   }
   return std::nullopt;
 }

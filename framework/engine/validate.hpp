@@ -27,7 +27,10 @@ struct Mismatch {
   double got = 0, want = 0;
   std::string tolerance;
 };
-std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want);
+// `tolerance_of`: the type whose tolerance applies, when not t's own (a float32 output of a kernel that rounds
+// through float16).
+std::optional<Mismatch> first_mismatch(DType t, std::span<const std::byte> got, std::span<const std::byte> want,
+                                       std::optional<DType> tolerance_of = std::nullopt);
 
 // Whether `step` (a kernel step) is one HCQ_VALIDATE cross-checks: the knob is on and it runs off the CPU device.
 bool validates(const Step& step);

@@ -9,11 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "framework/codegen/render.hpp"
 #include "framework/codegen/target.hpp"
+#include "framework/engine/beam.hpp"
 #include "framework/engine/realize.hpp"
 #include "framework_sched/gpu_under_test.hpp"
 #include "framework_sched/render_inputs.hpp"
@@ -101,6 +106,18 @@ TEST(FrameworkGpuTile, HalfProductsUseTheMatrixUnit) {
             "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)");
   EXPECT_EQ(render_c(matmul_kernel(128, 64, 128, false, false, DType::float16), wave32_gpu_facts()).opts,
             "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)");
+}
+
+// The search's choices on a GPU: a half-type product on the unit also renders with float panels (choice 1); other
+// kernels have one rendering.
+TEST(FrameworkGpuTile, AMatrixTileHasTheFloatPanelsAsItsAlternative) {
+  const Node half = matmul_kernel(128, 64, 128, false, false, DType::float16);
+  const std::string panels = "LOCAL(0,8) LOCAL(1,16) UPCAST(0,4) UPCAST(1,4) SMEM(16)";
+  EXPECT_EQ(render_choices(half, wmma_gpu_facts()), 2u);
+  EXPECT_EQ(render_c(half, wmma_gpu_facts(), 1).opts, panels);
+  EXPECT_EQ(render_with_opts(half, wmma_gpu_facts(), panels).opts, panels);
+  EXPECT_EQ(render_choices(matmul_kernel(128, 64, 128), wmma_gpu_facts()), 1u);
+  EXPECT_EQ(render_choices(half, wave32_gpu_facts()), 1u);
 }
 
 // Opts as data: TC names the GPU's unit, and another unit is refused with the device's.
@@ -204,7 +221,7 @@ double round_half(double v, DType t) {
 // plain loads), then relu(+ bias) in float32 when `epilogue`; against a double loop over the same half values, the
 // sum rounded once to the half type.
 void check_half_product(const std::string& gpu, DType t, int64_t batch, int64_t M, int64_t K, int64_t N, bool epilogue,
-                        bool realized) {
+                        bool realized, bool searched = false) {
   std::vector<float> av = wavy(static_cast<size_t>(batch * M * K), 0.1),
                      bv = wavy(static_cast<size_t>(batch * K * N), 0.7);
   for (float& v : av) v = static_cast<float>(round_half(v, t));
@@ -220,7 +237,9 @@ void check_half_product(const std::string& gpu, DType t, int64_t batch, int64_t 
   Tensor out = a.matmul(b).cast(DType::float32);
   if (epilogue) out = (out + bias).relu();
   const std::vector<float> got = out.data<float>();
-  EXPECT_EQ(seen.matrix_tiled(), 1u) << batch << "x" << M << "x" << K << "x" << N;
+  if (!searched) {  // a search may pick the float panels
+    EXPECT_EQ(seen.matrix_tiled(), 1u) << batch << "x" << M << "x" << K << "x" << N;
+  }
   ASSERT_EQ(got.size(), static_cast<size_t>(batch * M * N));
   for (int64_t p = 0; p < batch; ++p)
     for (int64_t i = 0; i < M; ++i)
@@ -254,6 +273,45 @@ TEST(FrameworkGpuTile, HalfProductsOnTheMatrixUnitEqualTheDoubleLoop) {
     check_half_product(gpu, t, 2, 70, 40, 66, true, true);      // a batch, and a bias and ReLU after
     check_half_product(gpu, t, 1, 128, 784, 128, false, true);  // the MLP's first layer's shape
   }
+}
+
+// HCQ_BEAM on a GPU with a matrix unit: the half product's search times the unit and the float panels on the device,
+// keeps the winner under its own cache directory, and a new schedule of the product reuses it without timing.
+TEST(FrameworkGpuTile, TheSearchTimesTheMatrixUnitAgainstTheFloatPanels) {
+  FW_REQUIRE_GPU(gpu);
+  if (open_device(gpu).info().matrix_unit == MatrixUnit::none) GTEST_SKIP() << gpu << " has no matrix unit";
+  // HCQ_BEAM=2 and a cache directory of its own for the test's length, whatever ends it.
+  struct SearchScope {
+    std::string saved = std::getenv("HCQ_CACHE_DIR") ? std::getenv("HCQ_CACHE_DIR") : "";
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("hcq-gpu-beam-test-" + std::to_string(::getpid()));
+    SearchScope() {
+      std::filesystem::remove_all(dir);
+      ::setenv("HCQ_CACHE_DIR", dir.c_str(), 1);
+      ::setenv("HCQ_BEAM", "2", 1);
+      clear_schedule_cache();
+    }
+    ~SearchScope() {
+      ::unsetenv("HCQ_BEAM");
+      if (saved.empty()) ::unsetenv("HCQ_CACHE_DIR");
+      else ::setenv("HCQ_CACHE_DIR", saved.c_str(), 1);
+      clear_schedule_cache();
+      std::filesystem::remove_all(dir);
+    }
+  } scope;
+  const BeamStats before = beam_stats();
+  check_half_product(gpu, DType::float16, 1, 64, 64, 64, false, false, true);
+  const BeamStats searched = beam_stats();
+  const auto stored = std::distance(std::filesystem::directory_iterator(scope.dir / "beam"), {});
+  clear_schedule_cache();
+  check_half_product(gpu, DType::float16, 1, 64, 64, 64, false, false, true);
+  const BeamStats reused = beam_stats();
+  EXPECT_EQ(searched.searches - before.searches, 1u);  // the product; the casts are in its kernel
+  EXPECT_EQ(searched.timed - before.timed, 2u);        // both renderings compute the same values
+  EXPECT_EQ(searched.rejected - before.rejected, 0u);
+  EXPECT_EQ(stored, 1);
+  EXPECT_EQ(reused.searches, searched.searches);
+  EXPECT_EQ(reused.cache_hits - searched.cache_hits, 1u);
 }
 
 }  // namespace
