@@ -55,7 +55,12 @@ class FrameworkGpuFault : public ::testing::TestWithParam<test::SimGpu> {};
 
 TEST_P(FrameworkGpuFault, OutOfBoundsKernelIsADeviceFaultNamingItsOp) {
   const std::string gpu = GetParam().name();
-  const std::string compiler = open_device(gpu).compiler().identity();
+  std::string compiler;
+  try {
+    compiler = open_device(gpu).compiler().identity();
+  } catch (const UnsupportedDriver& e) {  // a program without that simulator: the hw-tests bundle links SIM-NV only
+    GTEST_SKIP() << e.what();
+  }
   if (compiler.find("unavailable") != std::string::npos)
     GTEST_SKIP() << "no compiler for " << gpu << " here: " << compiler;
   GTEST_FLAG_SET(death_test_style, "threadsafe");
