@@ -2,10 +2,11 @@
 # Builds the self-contained hw-tests bundle for a lent NVIDIA GPU machine, which has a CUDA image but no LLVM,
 # GoogleTest, libpciaccess or package archive: the NV-path programs (no AMD layer, so no LLVM; libstdc++, GoogleTest
 # and libpciaccess linked in; the framework and its suites, which need only NVRTC there), the hw-tests scripts, a
-# compile cache holding every NV kernel the run needs for the common architectures (the framework's for sm_90), and
+# compile cache holding every NV kernel the run needs on sm_90 (the lent H200's architecture), and
 # a MANIFEST. Fails when the bundle is over the size limit. See docs/hw-tests.md.
 #   hw-tests/bundle.sh [OUT_DIR]      (default hw-tests/bundle/)
-# Knobs: HCQ_BUNDLE_BUILD_DIR (build-bundle), HCQ_BUNDLE_JOBS (2), HCQ_BUNDLE_MAX_MIB (48).
+# Knobs: HCQ_BUNDLE_BUILD_DIR (build-bundle), HCQ_BUNDLE_JOBS (2), HCQ_BUNDLE_MAX_MIB (48), HCQ_BUNDLE_TWINS (0; 1:
+# keep the SIM-NV host twins for the rehearsal, hw-tests/rehearse.sh: a bundle that is never carried, so unlimited).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,9 +15,11 @@ BUILD=${HCQ_BUNDLE_BUILD_DIR:-$REPO/build-bundle}
 JOBS=${HCQ_BUNDLE_JOBS:-2}
 # A run carries at most 64 MiB of ignored files; the limit leaves room for whatever else a run carries.
 MAX_MIB=${HCQ_BUNDLE_MAX_MIB:-48}
-# The simulated GPUs whose kernels go into the cache: sm_80, sm_86, sm_90 (H100/H200) and sm_100 (B200). A real GPU
-# of another architecture compiles its kernels with the machine's NVRTC instead.
-CACHE_DEVICES=(SIM-NV:ga100 SIM-NV:ampere SIM-NV:hopper SIM-NV:blackwell)
+TWINS=${HCQ_BUNDLE_TWINS:-0}
+# The simulated GPU whose kernels go into the cache: sm_90, the lent machines' H200 (and H100). A real GPU of another
+# architecture compiles its kernels with the machine's NVRTC instead (some 230 for the conformance suite and the
+# bench). sm_80, sm_86 and sm_100 were cached too until 2026-12-05: 10 MiB, which the size limit no longer had.
+CACHE_DEVICES=(SIM-NV:hopper)
 # The framework's suites compile some 400 kernels per architecture (a minute or two each, cold): only sm_90's, for
 # the lent H100/H200 and the rehearsal's SIM-NV:hopper. Another architecture compiles them with its NVRTC there.
 FRAMEWORK_CACHE_DEVICES=(SIM-NV:hopper)
@@ -79,12 +82,17 @@ for d in "${FRAMEWORK_CACHE_DEVICES[@]}"; do
 done
 # The simulated GPUs run each kernel as a host twin, compiled with clang for this CPU (model and flags are in the
 # key). Where clang is absent, as in the rehearsal's root, the CPU compiler's identity is "clang (unavailable)"
-# (drivers/cpu/cpu_compiler.cpp): the same binaries are stored under that identity too, so the rehearsal on this
-# machine runs SIM-NV without clang. A real GPU needs no twins; another CPU's key differs and misses, as it should.
+# (drivers/cpu/cpu_compiler.cpp): with HCQ_BUNDLE_TWINS=1 the same binaries are stored under that identity too, so
+# the rehearsal on this machine runs SIM-NV without clang. A real GPU needs no twins (they were 86 of the 135 MiB
+# on 2026-12-05); another CPU's key differs and misses, as it should.
 cc=${HCQ_CC:-$(command -v clang-19 >/dev/null && echo clang-19 || echo clang)}
+cc_identity=""
 if command -v "$cc" >/dev/null; then
-  aliased=$("$BUILD/hw-tests/hcq-cache-alias" "$OUT/cache" "$cc $("$cc" --version | head -1)" "clang (unavailable)")
-  say "host twins: $aliased binaries also stored for a machine without clang"
+  cc_identity="$cc $("$cc" --version | head -1)"
+  if [[ $TWINS == 1 ]]; then
+    aliased=$("$BUILD/hw-tests/hcq-cache-alias" "$OUT/cache" "$cc_identity" "clang (unavailable)")
+    say "host twins: $aliased binaries also stored for a machine without clang"
+  fi
 fi
 # Proof that the cache now serves them all: the same runs with every real compile refused.
 for d in "${CACHE_DEVICES[@]}"; do
@@ -97,6 +105,13 @@ for d in "${FRAMEWORK_CACHE_DEVICES[@]}"; do
     >>"$FILL_LOG" 2>&1 || die "with HCQ_ASSERT_COMPILE=1 the framework's suites fail on $d ($FILL_LOG)"
 done
 
+# What this machine's clang built (host twins, CPU kernels) serves no machine the bundle goes to: none has it.
+if [[ -n $cc_identity ]]; then
+  dropped=$("$BUILD/hw-tests/hcq-cache-alias" --drop "$OUT/cache" "$cc_identity")
+  say "dropped $dropped binaries built by this machine's clang"
+fi
+echo "host twins: $([[ $TWINS == 1 ]] && echo yes || echo no)" >>"$OUT/BUILD-INFO"
+
 # The NVRTC the cubins came from, for the MANIFEST (the GPU machine's must match for them to be used).
 NVRTC_VERSION=$(readlink -f /usr/local/cuda 2>/dev/null | sed -n 's/.*cuda-//p')
 
@@ -107,7 +122,7 @@ why() {
     bin/hcq) echo "hcq info / hcq bench with its framework section (CPU, NV, SIM-NV backends; CUDA comparison when libcuda.so.1 is there; no OpenBLAS)" ;;
     bin/hcq-dump) echo "decode command streams, trace GPU ioctls, show and replay hang bundles" ;;
     lib/libhcq-trace.so) echo "LD_PRELOAD shim of 'hcq-dump trace' (run.sh --bundle sets HCQ_TRACE_SHIM to it)" ;;
-    cache/*) echo "precompiled kernel of the conformance suite, hcq bench or (sm_90) the framework's suites: NV cubins for sm_80/86/90/100 (NVRTC $NVRTC_VERSION), SIM-NV host twins and CPU kernels for this CPU" ;;
+    cache/*) echo "precompiled kernel of the conformance suite, hcq bench or the framework's suites: NV cubins for sm_90 (NVRTC $NVRTC_VERSION)$([[ $TWINS == 1 ]] && echo ", and SIM-NV host twins for this CPU without clang (the rehearsal)")" ;;
     hw-tests/nv/run.sh) echo "the run: hw-tests/nv/run.sh --bundle <this directory>" ;;
     hw-tests/lib/*) echo "shared steps of run.sh and summary.md" ;;
     hw-tests/README.md) echo "what the hw-tests scripts do" ;;
@@ -134,5 +149,5 @@ listed=$(grep -vc '^#' "$OUT/MANIFEST")
 (( $(find "$OUT/cache" -name "*.hcqc" | wc -l) > 0 )) || die "the compile cache is empty"
 bytes=$(du -sb "$OUT" | cut -f1)
 mib=$(( (bytes + 1048575) / 1048576 ))
-(( bytes <= MAX_MIB * 1048576 )) || die "the bundle is $mib MiB, over the limit of $MAX_MIB MiB"
+[[ $TWINS == 1 ]] || (( bytes <= MAX_MIB * 1048576 )) || die "the bundle is $mib MiB, over the limit of $MAX_MIB MiB"
 say "bundle: $OUT, $files files, $mib MiB (limit $MAX_MIB MiB)"

@@ -4,7 +4,9 @@
 # bundle needs nothing the root lacks (no build, no apt, no LLVM, GoogleTest, libpciaccess or clang) and that the
 # compile cache serves every kernel (HCQ_ASSERT_COMPILE=1). Needs root and Debian's archive; not run in CI because
 # it downloads the root (cached under .cache/hw-rehearse/, so a second run takes seconds). See docs/hw-tests.md.
-#   hw-tests/rehearse.sh [BUNDLE_DIR]     (default hw-tests/bundle/, made by hw-tests/bundle.sh)
+#   hw-tests/rehearse.sh [BUNDLE_DIR]     (default hw-tests/bundle/, made by HCQ_BUNDLE_TWINS=1 hw-tests/bundle.sh:
+#                                          the simulated GPU runs its kernels as host twins, which a bundle for a
+#                                          GPU machine leaves out)
 # Knobs: HCQ_HW_REHEARSE_DEVICES (SIM-NV:hopper), HCQ_REHEARSE_MIRROR (http://deb.debian.org/debian).
 set -euo pipefail
 
@@ -21,6 +23,8 @@ die() { echo "[rehearse] FAILED: $*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, mount)"
 [[ -x $BUNDLE/bin/hcq-tests && -f $BUNDLE/MANIFEST ]] || die "$BUNDLE is not a bundle: run hw-tests/bundle.sh first"
+grep -q '^host twins: yes$' "$BUNDLE/BUILD-INFO" ||
+  die "$BUNDLE has no host twins for the simulated GPU: make it with HCQ_BUNDLE_TWINS=1 hw-tests/bundle.sh"
 command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 
 # 1. The root, made once. python3 is the one package added to minbase: the CUDA image has Python (summary.md is
