@@ -35,7 +35,8 @@ std::string stored_key(const std::filesystem::path& path) {
 int main(int argc, char** argv) {
   const bool drop = argc == 4 && std::string(argv[1]) == "--drop";
   if (argc != 4) {
-    std::fprintf(stderr, "usage: hcq-cache-alias DIR FROM_IDENTITY TO_IDENTITY | hcq-cache-alias --drop DIR FROM_IDENTITY\n");
+    std::fprintf(stderr,
+                 "usage: hcq-cache-alias DIR FROM_IDENTITY TO_IDENTITY | hcq-cache-alias --drop DIR FROM_IDENTITY\n");
     return 2;
   }
   const char* dir = drop ? argv[2] : argv[1];
