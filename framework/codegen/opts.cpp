@@ -1,5 +1,6 @@
 // Opts as data (issue 19): a kernel's opts are the text render_c prints (`THREAD(axis,n) UPCAST(axis,n) PACK(axis)
-// DOT(V) TC(path) MERGE(axes)`; on GPUs TC(unit), a matrix instruction), and render_with_opts renders the choice that has them, or says why none does.
+// DOT(V) TC(path) MERGE(axes)`; on GPUs TC(unit), a matrix instruction), and render_with_opts renders the choice that
+// has them, or says why none does.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
