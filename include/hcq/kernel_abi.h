@@ -177,6 +177,23 @@ double sqrt(double), sin(double), cos(double), tan(double), exp(double), exp2(do
     atan2(double, double);
 #endif
 
+/* The value of a bfloat16 or float16 storage word (exact), for the host's micro-kernels and matrix products. */
+static inline float hcq_bf16_to_f32_(uint16_t h) {
+  const uint32_t w = (uint32_t)h << 16;
+  float f;
+  __builtin_memcpy(&f, &w, sizeof f);
+  return f;
+}
+static inline float hcq_f16_to_f32_(uint16_t h) {
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  float v = (float)m * 0x1p-24f; /* subnormals and zeros */
+  if (e != 0) {
+    const uint32_t u = e == 0x1fu ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13);
+    __builtin_memcpy(&v, &u, sizeof v);
+  }
+  return (h & 0x8000u) ? -v : v;
+}
+
 #endif /* HCQ_TARGET_HOST */
 
 /* ================================================================ AMDGPU: clang -target amdgcn */
@@ -371,13 +388,6 @@ typedef uint32_t hcq_u32x16_ __attribute__((vector_size(64)));
 typedef __bf16 hcq_bf16x32_ __attribute__((vector_size(64)));
 typedef float hcq_f32x8_ __attribute__((vector_size(32)));
 typedef uint32_t hcq_u32x8_ __attribute__((vector_size(32)));
-
-static inline float hcq_bf16_to_f32_(uint16_t h) {
-  const uint32_t w = (uint32_t)h << 16;
-  float f;
-  __builtin_memcpy(&f, &w, sizeof f);
-  return f;
-}
 
 /* B[k x n] (row r at b + r*ldb) into the VNNI layout: bp row r (r < k/2, at bp + r*ldbp, ldbp >= 2n) holds
  * B[2r][j] at 2j and B[2r+1][j] at 2j+1; k even. */
@@ -599,21 +609,6 @@ static inline void hcq_bf16_mm16_scalar(float *c, uint32_t ldc, const uint16_t *
 #define HCQ_MMA16_MMA_SM80_COL(lane, e) (8 * ((e) / 4) + 2 * ((lane) % 4) + (e) % 2)
 
 #if defined(HCQ_TARGET_HOST)
-static inline float hcq_mma_f16_value_(uint16_t h) {
-  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  float v = (float)m * 0x1p-24f; /* subnormals and zeros */
-  if (e != 0) {
-    const uint32_t u = e == 0x1fu ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13);
-    __builtin_memcpy(&v, &u, sizeof v);
-  }
-  return (h & 0x8000u) ? -v : v;
-}
-static inline float hcq_mma_bf16_value_(uint16_t h) {
-  const uint32_t u = (uint32_t)h << 16;
-  float v;
-  __builtin_memcpy(&v, &u, sizeof v);
-  return v;
-}
 #define HCQ_MMA16_HOST_(UNIT, VALUE, acc, sa, ia, lda, sb, ib, ldb, lane)                                           \
   do {                                                                                                           \
     for (int e_ = 0; e_ < HCQ_MMA16_##UNIT##_SUMS; ++e_) {                                                       \
@@ -624,14 +619,14 @@ static inline float hcq_mma_bf16_value_(uint16_t h) {
       (acc)[e_] += s_;                                                                                           \
     }                                                                                                            \
   } while (0)
-#define HCQ_MMA16_WMMA_GFX11_F16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_f16_value_, __VA_ARGS__)
-#define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_mma_bf16_value_, __VA_ARGS__)
-#define HCQ_MMA16_WMMA_GFX12_F16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_mma_f16_value_, __VA_ARGS__)
-#define HCQ_MMA16_WMMA_GFX12_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_mma_bf16_value_, __VA_ARGS__)
-#define HCQ_MMA16_MFMA_CDNA3_F16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_mma_f16_value_, __VA_ARGS__)
-#define HCQ_MMA16_MFMA_CDNA3_BF16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_mma_bf16_value_, __VA_ARGS__)
-#define HCQ_MMA16_MMA_SM80_F16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_f16_value_, __VA_ARGS__)
-#define HCQ_MMA16_MMA_SM80_BF16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_mma_bf16_value_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX11_F16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_f16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX11_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX11, hcq_bf16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX12_F16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_f16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_WMMA_GFX12_BF16(...) HCQ_MMA16_HOST_(WMMA_GFX12, hcq_bf16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_MFMA_CDNA3_F16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_f16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_MFMA_CDNA3_BF16(...) HCQ_MMA16_HOST_(MFMA_CDNA3, hcq_bf16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_MMA_SM80_F16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_f16_to_f32_, __VA_ARGS__)
+#define HCQ_MMA16_MMA_SM80_BF16(...) HCQ_MMA16_HOST_(MMA_SM80, hcq_bf16_to_f32_, __VA_ARGS__)
 #endif
 
 /* AMD: each lane gathers its N operand words of A and of B (k at KOF(lane, r)) into vectors, calls the builtin and
