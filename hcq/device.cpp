@@ -1,7 +1,9 @@
 // Device: the timeline protocol, the sticky error, and the runtime pieces every backend shares.
 #include "hcq/device.hpp"
 
+#include <algorithm>
 #include <typeinfo>
+#include <unordered_map>
 
 #include "hcq/allocator.hpp"
 #include "hcq/backend/capture.hpp"
@@ -15,13 +17,38 @@ namespace {
 // Some GPUs compare signal values in 32 bits: restart the timeline well before it could wrap.
 constexpr uint64_t kTimelineSwapAt = uint64_t{1} << 31;
 
+// The devices whose runtime is up, by serial number. A pending join names the device that drives its copy, which may
+// be shut down first (it waited for its copies then): the join is over once its driver is no longer here. Serial
+// numbers, not addresses, so that a new device at a freed address is not taken for the old one.
+std::mutex g_live_mu;
+std::unordered_map<uint64_t, const Device*>& live_devices() {
+  static auto* live = new std::unordered_map<uint64_t, const Device*>;  // never destroyed: devices outlive statics
+  return *live;
+}
+uint64_t next_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 }  // namespace
 
-Device::Device(std::string name) : name_(std::move(name)), recent_(std::make_unique<capture::Recent>()) {}
+Device::Device(std::string name)
+    : name_(std::move(name)), serial_(next_serial()), recent_(std::make_unique<capture::Recent>()) {}
 
 // The subclass has stopped its hardware and, through shutdown_runtime(), given its memory back. What is left here
 // (signals, the allocator object, an empty side pool) goes without calling into the backend.
-Device::~Device() = default;
+Device::~Device() {
+  std::lock_guard lock(g_live_mu);
+  live_devices().erase(serial_);
+}
+
+std::optional<Device::Wait> Device::PendingJoin::wait() const {
+  std::lock_guard lock(g_live_mu);
+  auto it = live_devices().find(driver_serial);
+  // A copy from before its driver's timeline restarted finished before the restart.
+  if (it == live_devices().end() || it->second->epoch() != copied.epoch_) return std::nullopt;
+  return Wait{&it->second->timeline_signal(), copied.value_};
+}
 
 void Device::init_runtime(std::unique_ptr<Allocator> allocator) {
   timeline_ = OwnedSignal(0, name_ + " timeline");
@@ -29,6 +56,8 @@ void Device::init_runtime(std::unique_ptr<Allocator> allocator) {
   timeline_value_.store(1, std::memory_order_relaxed);
   allocator_ = std::move(allocator);
   side_ = std::make_unique<SidePool>(*this);
+  std::lock_guard lock(g_live_mu);
+  live_devices()[serial_] = this;
 }
 
 void Device::shutdown_runtime() noexcept {
@@ -37,6 +66,10 @@ void Device::shutdown_runtime() noexcept {
     synchronize();
   } catch (...) {
     // A faulted or hung device still has to be torn down; what it did not finish is lost either way.
+  }
+  {
+    std::lock_guard lock(g_live_mu);
+    live_devices().erase(serial_);
   }
   try {
     if (allocator_) allocator_->free_cache();
@@ -52,7 +85,66 @@ void Device::shutdown_runtime() noexcept {
 Device::TimelineSlot Device::reserve_timeline() {
   if (!side_) throw Error(cat(name_, ": submission before init_runtime"));
   submit_mu_.lock();  // released by the slot: commit() or its destructor
+  try {
+    flush_joins_locked();
+  } catch (...) {
+    submit_mu_.unlock();
+    throw;
+  }
   return TimelineSlot(*this, timeline_value_.load(std::memory_order_relaxed));
+}
+
+Device::TimelineSlot Device::reserve_peer_copy(MemRange reads) {
+  if (!side_) throw Error(cat(name_, ": submission before init_runtime"));
+  submit_mu_.lock();  // released by the slot: commit() or its destructor
+  TimelineSlot slot(*this, timeline_value_.load(std::memory_order_relaxed));
+  slot.peer_reads_ = reads;
+  for (const PendingJoin& j : pending_joins_) {
+    if (!j.range.overlaps(reads)) continue;
+    if (std::optional<Wait> w = j.wait()) slot.joins_.push_back(*w);
+  }
+  return slot;
+}
+
+void Device::flush_joins_locked() {
+  if (pending_joins_.empty()) return;
+  std::unique_ptr<HWQueue> join = new_queue(QueueKind::compute);
+  const uint64_t v = timeline_value_.load(std::memory_order_relaxed);
+  join->wait(timeline_signal(), v - 1);
+  for (const PendingJoin& j : pending_joins_) {
+    if (std::optional<Wait> w = j.wait()) join->wait(*w->signal, w->value);
+  }
+  join->signal(timeline_signal(), v).submit();
+  pending_joins_.clear();
+  timeline_value_.store(v + 1, std::memory_order_release);
+  last_untracked_ = v;
+  peer_copies_.clear();
+}
+
+void Device::forget_peer_copies_locked() {
+  last_untracked_ = 0;
+  peer_copies_.clear();
+}
+
+std::vector<Device::Wait> Device::waits_touching(MemRange r) {
+  MutexLock lock(submit_mu_);
+  std::vector<Wait> waits;
+  uint64_t own = last_untracked_;
+  for (const PeerCopy& p : peer_copies_)
+    if (p.reads.overlaps(r)) own = std::max(own, p.value);
+  if (own != 0) waits.push_back({&timeline_signal(), own});
+  for (const PendingJoin& j : pending_joins_) {
+    if (!j.range.overlaps(r)) continue;
+    if (std::optional<Wait> w = j.wait()) waits.push_back(*w);
+  }
+  return waits;
+}
+
+void Device::defer_join(const Completion& copied, MemRange r) {
+  if (copied.empty()) return;
+  MutexLock lock(submit_mu_);
+  pending_joins_.push_back({copied, copied.device_->serial_, r});
+  if (pending_joins_.size() > kMaxPeerEntries) flush_joins_locked();
 }
 
 Device::TimelineSlot::~TimelineSlot() {
@@ -65,6 +157,15 @@ Completion Device::TimelineSlot::commit() {
   Device& dev = *dev_;
   dev.submit_mu_.assert_held();
   dev.timeline_value_.store(value_ + 1, std::memory_order_release);
+  if (!peer_reads_) {
+    dev.last_untracked_ = value_;
+    dev.peer_copies_.clear();
+  } else if (dev.peer_copies_.size() < kMaxPeerEntries) {
+    dev.peer_copies_.push_back({value_, *peer_reads_});
+  } else {
+    dev.forget_peer_copies_locked();
+    dev.last_untracked_ = value_;  // everything up to here counts as touching anything
+  }
   const Completion done(dev, value_, dev.epoch());
   dev_ = nullptr;
   dev.submit_mu_.unlock();
@@ -95,6 +196,10 @@ void Completion::wait() const {
 
 void Device::synchronize() {
   if (!side_) throw Error(cat(name_, ": synchronize before init_runtime"));
+  if (!has_error()) {
+    MutexLock lock(submit_mu_);
+    flush_joins_locked();
+  }
   wait_signal(timeline_, timeline_value() - 1);
   if (std::exception_ptr f = poll_fault()) record_error(f);
   {
@@ -110,6 +215,7 @@ void Device::synchronize() {
     std::swap(timeline_, shadow_);
     timeline_->set_value(0);
     timeline_value_.store(1, std::memory_order_release);
+    forget_peer_copies_locked();
     timeline_epoch_.fetch_add(1, std::memory_order_acq_rel);
     for (const auto& fn : on_reset_) fn();
   }
@@ -124,6 +230,7 @@ void Device::set_timeline_value(uint64_t next) {
   side_->reclaim_all();
   timeline_->set_value(next - 1);
   timeline_value_.store(next, std::memory_order_release);
+  forget_peer_copies_locked();
   timeline_epoch_.fetch_add(1, std::memory_order_acq_rel);
   for (const auto& fn : on_reset_) fn();
 }

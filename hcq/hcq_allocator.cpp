@@ -1,5 +1,5 @@
 // HCQAllocator: host <-> device copies through a ring of small host-visible staging buffers on the device's copy
-// queue, and device <-> device transfers by the reference protocol.
+// queue, and device <-> device transfers ordered by the bytes they touch.
 //
 // A copy-in is two copies: host -> staging on this thread, staging -> device memory on the copy queue, which runs
 // on another engine (a GPU's DMA engine; on the CPU device, another thread and so another core). They overlap over
@@ -125,7 +125,10 @@ void HCQAllocator::copyout(std::span<std::byte> dst, const Allocation& src, uint
   if (opts_.copyout_in_place && src.host_mapped) {
     // After everything submitted so far, as the copy queue's copy would run. A training loop reads its loss every
     // step: this saves a hop through the copy queue's worker (its wake-up, then the host's) per read.
+    // And after a peer copy into these bytes that another device drives (Device::defer_join).
     dev_.wait_signal(dev_.timeline_signal(), dev_.timeline_value() - 1);
+    for (const Device::Wait& w : dev_.waits_touching({src.va + offset, dst.size()}))
+      dev_.wait_signal(*w.signal, w.value);
     std::memcpy(dst.data(), static_cast<const std::byte*>(src.host_ptr()) + offset, dst.size());
     return;
   }
@@ -160,33 +163,38 @@ Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const
   Device& dst_dev = dst.device != nullptr ? *dst.device : dev_;
   std::lock_guard lock(mu_);
 
-  const bool peer = &src_dev != &dst_dev;
-  // The source's copy queue moves the bytes, unless the source is the CPU device and the destination is memory the
-  // host does not map: the CPU cannot reach it, the destination's copy engine can reach host memory.
-  const bool dst_drives = peer && !dst.host_mapped && src_dev.info().interface == "cpu";
-  Device& driver = dst_drives ? dst_dev : src_dev;
-  Device& other = dst_drives ? src_dev : dst_dev;
-  // Unified VA: the driver sees the other device's buffer at the same address once it is mapped there.
-  if (peer) driver.map_memory(dst_drives ? src : dst);
-  // The driver's copy queue runs after everything already queued on both devices (the other may still be reading
-  // or writing its buffer)...
-  auto copy = driver.copy_queue();
-  const Completion copied = driver.submit(*copy, [&](HWQueue& q) {
-    if (peer) q.wait(other.timeline_signal(), other.timeline_value() - 1);
-    q.copy(dst.va + dst_off, src.va + src_off, size);
-  });
-  if (!peer) return copied;
-  if (dst_drives) {
-    // The destination's copy engine reads the source's memory after the source's earlier work; the source's later
-    // work (a kernel overwriting that buffer) must not run before it has: the source's timeline waits for the copy.
-    auto hold = src_dev.compute_queue();
-    src_dev.submit(*hold, [&](HWQueue& q) { q.wait(dst_dev.timeline_signal(), copied.value()); });
+  if (&src_dev == &dst_dev) {
+    auto copy = src_dev.copy_queue();
+    return src_dev.submit(*copy, [&](HWQueue& q) { q.copy(dst.va + dst_off, src.va + src_off, size); });
+  }
+  // Across devices the copy is ordered by the bytes it touches (Device::defer_join): it waits for what may touch
+  // them on the other device, not for everything there, and that device's later work waits for it from its next
+  // submission on. So two devices' copies to each other run at once.
+  const Device::MemRange from{src.va + src_off, size}, to{dst.va + dst_off, size};
+  auto with_waits = [&](const std::vector<Device::Wait>& waits) {
+    return [&, waits](HWQueue& q) {
+      for (const Device::Wait& w : waits) q.wait(*w.signal, w.value);
+      q.copy(dst.va + dst_off, src.va + src_off, size);
+    };
+  };
+  if (!dst.host_mapped && src_dev.info().interface == "cpu") {
+    // The CPU device's memory into memory the host does not map: the CPU cannot reach it, the destination's copy
+    // engine reaches host memory (unified VA: at the same address, once mapped). It reads the source's bytes after
+    // what may write them, and the source's later work that touches them (a kernel overwriting that buffer) waits
+    // for it.
+    dst_dev.map_memory(src);
+    auto copy = dst_dev.copy_queue();
+    const Completion copied = dst_dev.submit(*copy, with_waits(src_dev.waits_touching(from)));
+    src_dev.defer_join(copied, from);
     return copied;
   }
-  // ...and the destination's timeline does not move past this point until the copy is done, so whatever is
-  // queued next on the destination sees the data.
-  auto join = dst_dev.compute_queue();
-  return dst_dev.submit(*join, [&](HWQueue& q) { q.wait(src_dev.timeline_signal(), copied.value()); });
+  // The source's copy engine writes the destination's bytes after what may touch them there, reading the source's
+  // after everything before it on the source (its timeline).
+  src_dev.map_memory(dst);
+  auto copy = src_dev.copy_queue();
+  const Completion copied = src_dev.submit_touching(*copy, from, with_waits(dst_dev.waits_touching(to)));
+  dst_dev.defer_join(copied, to);
+  return copied;
 }
 
 void HCQAllocator::release_idle_memory() {

@@ -46,8 +46,10 @@ class Allocator {
   // Host <-> device and device <-> device copies. dst/src ranges must lie inside the allocations.
   virtual void copyin(const Allocation& dst, uint64_t offset, std::span<const std::byte> src) = 0;
   virtual void copyout(std::span<std::byte> dst, const Allocation& src, uint64_t offset) = 0;
-  // Copy from an allocation of (possibly) another device into dst, after everything submitted to both devices.
-  // Returns without waiting: the completion after which dst holds the data (on dst's device).
+  // Copy from an allocation of (possibly) another device into dst: after everything submitted to the source's device
+  // and what may touch dst's bytes on the destination's; the destination's later work waits for it (from its next
+  // submission on: Device::defer_join; synchronize() includes it). Returns without waiting: the completion after
+  // which dst holds the data (on the device that drives the copy).
   virtual Completion transfer(const Allocation& dst, uint64_t dst_off, const Allocation& src, uint64_t src_off,
                               uint64_t size) = 0;
 
@@ -67,8 +69,8 @@ class Allocator {
 };
 
 // The HCQ allocator: staging ring for copy-in/out (each staging buffer reused only when the timeline passed its
-// stamp) and device-to-device transfer by the reference protocol (the source copy queue waits both timelines, the
-// destination waits the source).
+// stamp) and device-to-device transfer on the source's copy queue, ordered by the bytes it touches on the
+// destination (Device::defer_join).
 class HCQAllocator : public Allocator {
  public:
   struct Options {

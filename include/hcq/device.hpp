@@ -92,6 +92,17 @@ class Device : public std::enable_shared_from_this<Device> {
   std::unique_ptr<HWQueue> compute_queue() { return new_queue(QueueKind::compute); }
   std::unique_ptr<HWQueue> copy_queue() { return new_queue(QueueKind::copy); }
 
+  // Bytes of the unified VA, and a wait for a signal to reach a value: what peer copies are ordered by (below).
+  struct MemRange {
+    uint64_t va = 0;
+    uint64_t size = 0;
+    bool overlaps(const MemRange& o) const { return va < o.va + o.size && o.va < va + size; }
+  };
+  struct Wait {
+    const Signal* signal;
+    uint64_t value;
+  };
+
   // ---- timeline: every submission waits for the previous one (value v-1) and signals its own (v), on the device's
   // timeline signal; timeline_value() is the next v.
   //
@@ -110,7 +121,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // device's submission lock until it is committed or destroyed (destroyed uncommitted, the value is not used).
   class TimelineSlot {
    public:
-    TimelineSlot(TimelineSlot&& o) noexcept : dev_(o.dev_), value_(o.value_) { o.dev_ = nullptr; }
+    TimelineSlot(TimelineSlot&& o) noexcept
+        : dev_(o.dev_), value_(o.value_), peer_reads_(o.peer_reads_), joins_(std::move(o.joins_)) {
+      o.dev_ = nullptr;
+    }
     TimelineSlot& operator=(TimelineSlot&&) = delete;
     ~TimelineSlot();
     const Signal& signal() const;
@@ -124,8 +138,29 @@ class Device : public std::enable_shared_from_this<Device> {
     TimelineSlot(Device& dev, uint64_t value) : dev_(&dev), value_(value) {}
     Device* dev_;
     uint64_t value_;
+    std::optional<MemRange> peer_reads_;  // set for submit_touching: recorded as a peer copy at commit
+    std::vector<Wait> joins_;             // submit_touching: the pending joins it must wait for
   };
   TimelineSlot reserve_timeline() HCQ_EXCLUDES(submit_mu_) HCQ_HANDS_OFF_LOCK;
+
+  // ---- peer copies (HCQAllocator::transfer): ordered by the memory they touch, not by whole timelines.
+  // A peer copy runs on the timeline of the device that drives it, but touches memory of another device too. Joining
+  // it to that other device's timeline at once would order everything later there after it, the copy the other way
+  // included: two devices exchanging tensors would copy one direction after the other. So the join stays pending
+  // (defer_join): the other device's next submission waits for it first, unless that submission is itself a peer copy
+  // that says which of the device's memory it reads (submit_touching) and misses the pending copy's bytes.
+  // synchronize() waits for pending joins too; timeline values alone (last_submission(), timeline_value()) do not
+  // include them.
+  // What a peer copy touching `r` (memory of this device) must wait for: the last submission here that may touch it
+  // (anything but a peer copy that said it reads other bytes) and the pending joins of copies that touch it.
+  std::vector<Wait> waits_touching(MemRange r) HCQ_EXCLUDES(submit_mu_);
+  // `copied` (a copy another device drives) touches `r` of this device's memory: work here waits for it from the next
+  // submission on, or, for a peer copy that misses `r`, not at all.
+  void defer_join(const Completion& copied, MemRange r) HCQ_EXCLUDES(submit_mu_);
+  // submit() for a peer copy driven here that reads `reads` of this device's memory and writes none: it waits only
+  // for the pending joins that touch `reads`, and a later peer copy into other bytes here need not wait for it.
+  template <class Build>
+  Completion submit_touching(HWQueue& queue, MemRange reads, Build&& build);
 
   const Signal& timeline_signal() const { return timeline_.get(); }
   // The next value to signal. A snapshot when another thread may be submitting.
@@ -213,14 +248,36 @@ class Device : public std::enable_shared_from_this<Device> {
   // current now, then releases it: its slot must not go to a new owner while a late write can land there.
   void release_after_timeline(OwnedSignal s);
   void wait_signal_for(const Signal& s, uint64_t value, std::optional<std::chrono::milliseconds> timeout) const;
+  TimelineSlot reserve_peer_copy(MemRange reads) HCQ_EXCLUDES(submit_mu_) HCQ_HANDS_OFF_LOCK;
+  // Puts every pending join on the timeline: a compute-queue submission that waits for them.
+  void flush_joins_locked() HCQ_REQUIRES(submit_mu_);
+  void forget_peer_copies_locked() HCQ_REQUIRES(submit_mu_);
   friend class Completion;
   uint64_t epoch() const { return timeline_epoch_.load(std::memory_order_acquire); }
   std::string name_;
+  const uint64_t serial_;  // unique in the process, never reused (pending joins name their driver by it)
   OwnedSignal timeline_, shadow_;
   // Serialises submissions on the timeline (see submit()); guards every change of the timeline's value and signal.
   Mutex submit_mu_;
   std::atomic<uint64_t> timeline_value_{1};  // written under submit_mu_, read by anyone
   std::atomic<uint64_t> timeline_epoch_{0};  // +1 at each restart of the timeline (swap, set_timeline_value)
+  // Peer-copy ordering (see defer_join). The last submission that was not a peer copy, and the peer copies after it.
+  struct PeerCopy {
+    uint64_t value;
+    MemRange reads;
+  };
+  struct PendingJoin {
+    Completion copied;
+    uint64_t driver_serial;  // copied.device(), while it is up
+    MemRange range;
+    // The wait for it, or none when it is over: its driver was shut down or its timeline restarted since.
+    std::optional<Wait> wait() const;
+  };
+  // Past this many, the lists fall back to whole-timeline order: a flush, or the peer copies counted as untracked.
+  static constexpr size_t kMaxPeerEntries = 64;
+  uint64_t last_untracked_ HCQ_GUARDED_BY(submit_mu_) = 0;
+  std::vector<PeerCopy> peer_copies_ HCQ_GUARDED_BY(submit_mu_);
+  std::vector<PendingJoin> pending_joins_ HCQ_GUARDED_BY(submit_mu_);
   mutable Mutex err_mu_;
   std::exception_ptr error_ HCQ_GUARDED_BY(err_mu_);
   std::vector<std::function<void()>> on_reset_;
@@ -236,6 +293,16 @@ template <class Build>
 Completion Device::submit(HWQueue& queue, Build&& build) {
   TimelineSlot slot = reserve_timeline();
   queue.wait(slot.signal(), slot.wait_value());
+  build(queue);
+  queue.signal(slot.signal(), slot.signal_value()).submit();
+  return slot.commit();
+}
+
+template <class Build>
+Completion Device::submit_touching(HWQueue& queue, MemRange reads, Build&& build) {
+  TimelineSlot slot = reserve_peer_copy(reads);
+  queue.wait(slot.signal(), slot.wait_value());
+  for (const Wait& w : slot.joins_) queue.wait(*w.signal, w.value);
   build(queue);
   queue.signal(slot.signal(), slot.signal_value()).submit();
   return slot.commit();

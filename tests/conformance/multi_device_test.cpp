@@ -1,6 +1,8 @@
 // Conformance: two devices of one kind. A queue on one waits a signal a queue on the other writes; copies into
 // memory of the peer mapped at the same VA; Buffer::copy_from across devices.
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "conformance/fixture.hpp"
 
@@ -136,7 +138,111 @@ TEST_P(ConformanceMultiDevice, BufferCopyFromPeer) {
   EXPECT_EQ(got, data);
 }
 
+// Peer copies are ordered by the bytes they touch (Device::defer_join). The setup: a third device, `gate`, holds
+// its next work until the host says so; the peer drives a copy into the gate device's memory, which waits for that,
+// and so holds up the peer's timeline. Returns the gate's signal: set it to 1 to let everything run.
+class PeerCopyOrder : public ConformanceMultiDevice {
+ protected:
+  static constexpr size_t kN = 4096;
+  void SetUp() override {
+    ConformanceMultiDevice::SetUp();
+    if (IsSkipped()) return;
+    // A third device: another CPU device when these are CPU devices, else CPU:0, whose memory every device maps.
+    gate_dev_ = &open_device(dev().name().rfind("CPU", 0) == 0 ? "CPU:2" : "CPU:0");
+    for (size_t i = 0; i < kN; ++i) {
+      mine_[i] = static_cast<uint32_t>(i * 2654435761u);
+      theirs_[i] = static_cast<uint32_t>(i * 40503u + 7);
+    }
+  }
+  void TearDown() override {
+    open_gate();  // whatever a failed expectation left waiting
+    if (gate_dev_ != nullptr) {
+      EXPECT_NO_THROW(gate_dev_->synchronize());
+    }
+    ConformanceMultiDevice::TearDown();
+  }
+  // Closes the gate and has the peer's timeline wait behind it (a copy of `z` on the peer into the gate device).
+  void hold_up_the_peer(Buffer& z, Buffer& g) {
+    auto q = gate_dev_->compute_queue();
+    gate_dev_->submit(*q, [&](HWQueue& hq) { hq.wait(gate_, 1); });
+    g.copy_from(z);
+  }
+  void open_gate() { gate_->set_value(1); }
+  std::vector<uint32_t> read(const Buffer& b) {
+    std::vector<uint32_t> got(kN);
+    b.copyout(std::span<uint32_t>(got));
+    return got;
+  }
+
+  Device* gate_dev_ = nullptr;
+  OwnedSignal gate_{0, "gate"};
+  std::vector<uint32_t> mine_ = std::vector<uint32_t>(kN), theirs_ = std::vector<uint32_t>(kN);
+};
+
+// Two devices copying to each other: the copy into the peer does not wait for the peer's copy the other way (held
+// up here), since nothing queued on the peer touches its destination. Before, it waited for the peer's whole timeline
+// and the two directions ran one after the other.
+TEST_P(PeerCopyOrder, CopiesBetweenTwoDevicesDoNotWaitForEachOther) {
+  Buffer a0(dev(), kN * 4), b0(dev(), kN * 4), a1(peer(), kN * 4), b1(peer(), kN * 4), z1(peer(), kN * 4);
+  Buffer g(*gate_dev_, kN * 4);
+  a0.copyin(std::span<const uint32_t>(mine_));
+  a1.copyin(std::span<const uint32_t>(theirs_));
+  dev().synchronize();
+  peer().synchronize();
+  hold_up_the_peer(z1, g);
+  const Completion back = b0.copy_from(a1);   // driven by the peer: behind the held-up copy
+  const Completion there = b1.copy_from(a0);  // driven by this device: free to run
+  EXPECT_NO_THROW(dev().wait_signal(dev().timeline_signal(), there.value(), std::chrono::seconds(20)))
+      << "the copy into " << peer().name() << " waited for " << peer().name() << "'s copy the other way";
+  EXPECT_FALSE(back.done()) << "the held-up copy ran: the test proves nothing";
+  open_gate();
+  back.wait();
+  EXPECT_EQ(read(b1), mine_);
+  EXPECT_EQ(read(b0), theirs_);
+}
+
+// A copy into this device that another device drives, still pending: this device's next submission waits for it,
+// a host read of its destination waits for it, and so does synchronize().
+TEST_P(PeerCopyOrder, WorkOnTheDestinationWaitsForAPendingCopy) {
+  Buffer a1(peer(), kN * 4), z1(peer(), kN * 4), b0(dev(), kN * 4);
+  Buffer g(*gate_dev_, kN * 4);
+  a1.copyin(std::span<const uint32_t>(theirs_));
+  peer().synchronize();
+  hold_up_the_peer(z1, g);
+  const Completion copied = b0.copy_from(a1);
+  auto q = dev().compute_queue();
+  const Completion next = dev().submit(*q, [](HWQueue&) {});
+  EXPECT_THROW(dev().wait_signal(dev().timeline_signal(), next.value(), kBlockedWait), TimeoutError)
+      << dev().name() << "'s next submission ran before the copy into its memory";
+  EXPECT_FALSE(copied.done());
+  std::thread opener([this] {
+    std::this_thread::sleep_for(kBlockedWait);
+    open_gate();
+  });
+  dev().synchronize();
+  EXPECT_TRUE(copied.done()) << "synchronize() returned before the copy into " << dev().name() << "'s memory";
+  opener.join();
+  EXPECT_EQ(read(b0), theirs_);
+}
+
+// The same, read by the host at once (Buffer::copyout), before any other submission on this device.
+TEST_P(PeerCopyOrder, AHostReadWaitsForAPendingCopy) {
+  Buffer a1(peer(), kN * 4), z1(peer(), kN * 4), b0(dev(), kN * 4);
+  Buffer g(*gate_dev_, kN * 4);
+  a1.copyin(std::span<const uint32_t>(theirs_));
+  peer().synchronize();
+  hold_up_the_peer(z1, g);
+  b0.copy_from(a1);
+  std::thread opener([this] {
+    std::this_thread::sleep_for(kBlockedWait);
+    open_gate();
+  });
+  EXPECT_EQ(read(b0), theirs_);
+  opener.join();
+}
+
 HCQ_CONFORMANCE_INSTANTIATE(ConformanceMultiDevice);
+HCQ_CONFORMANCE_INSTANTIATE(PeerCopyOrder);
 
 }  // namespace
 }  // namespace hcq::conformance
