@@ -2,6 +2,7 @@
 
 #include <queue>
 #include <unordered_map>
+#include <utility>
 
 #include "hcq/error.hpp"
 
@@ -34,16 +35,19 @@ std::vector<size_t> order_steps(const std::vector<StepAccess>& steps,
           for (size_t a : it->second) edge(k, a);
     }
   }
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  // (kernel?, index): copies sort first.
+  using Key = std::pair<bool, size_t>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  auto make_ready = [&](size_t k) { ready.push({!steps[k].copy, k}); };
   for (size_t k = 0; k < n; ++k)
-    if (indegree[k] == 0) ready.push(k);
+    if (indegree[k] == 0) make_ready(k);
   std::vector<size_t> order;
   while (!ready.empty()) {
-    const size_t k = ready.top();
+    const size_t k = ready.top().second;
     ready.pop();
     order.push_back(k);
     for (size_t m : after[k])
-      if (--indegree[m] == 0) ready.push(m);
+      if (--indegree[m] == 0) make_ready(m);
   }
   if (order.size() != n) {
     std::string names;

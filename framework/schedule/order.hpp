@@ -16,9 +16,12 @@ struct StepAccess {
   const NodeData* writes;
   uint32_t write_slot;
   std::vector<const NodeData*> reads;
+  bool copy = false;  // a copy between devices (or buffers), run by a copy engine
 };
 
-// A topological order (the lowest index first among the ready steps, so it is deterministic): a read of a realized
+// A topological order (among the ready steps the copies first, then the lowest index, so it is deterministic: a copy
+// started early overlaps the kernels after it, and copies between devices in both directions are in flight at once,
+// e.g. an allreduce's exchange, instead of each device's copy waiting behind the other's combine): a read of a realized
 // node after the step that writes it (RAW); a read of a parameter's old value before every assign that overwrites
 // that parameter (WAR); the outer of two chained assigns after the inner (WAW). A cycle is an InvalidArgument that
 // names each step left, with `describe(k)`.

@@ -207,7 +207,8 @@ std::shared_ptr<const Schedule> build_schedule(const Node& sink) {
     // Order by the steps' buffer dependencies (order.hpp).
     const size_t n_steps = pending.size();
     std::vector<StepAccess> access;
-    for (const Pending& p : pending) access.push_back(StepAccess{p.writes, p.step.slots[0], p.reads});
+    for (const Pending& p : pending)
+      access.push_back(StepAccess{p.writes, p.step.slots[0], p.reads, p.step.kind == Step::Kind::copy});
     const std::vector<size_t> order = order_steps(access, [&](size_t k) {
       return cat("the ", pending[k].writes->op == Op::ASSIGN ? "assign to " : "",
                  slot_desc(s.slots[pending[k].step.slots[0]]), " (", shape_str(pending[k].writes->shape), ")");

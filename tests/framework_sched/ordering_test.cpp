@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "framework/schedule/memory_plan.hpp"
+#include "framework/schedule/order.hpp"
 #include "hcq/tensor.hpp"
 
 namespace hcq {
@@ -92,6 +93,33 @@ namespace hcq {
 namespace {
 
 // A graph across two devices: a kernel on CPU:0, a device copy to CPU:1, a kernel there, in one realize.
+// Among the steps ready at once the copies go first. An allreduce over two devices lists its steps per device:
+// copy into 0, add on 0, copy into 1, add on 1. Run in that order, each device's copy out would queue behind its add;
+// copies first, both directions are in flight at once (the runtime orders them by the bytes they touch).
+TEST(FrameworkOrdering, ReadyCopiesRunBeforeReadyKernels) {
+  auto node = [](fw::Op op) {
+    auto n = std::make_shared<fw::NodeData>();
+    n->op = op;
+    return n;
+  };
+  const fw::Node x0 = node(fw::Op::BUFFER), x1 = node(fw::Op::BUFFER);
+  const fw::Node in0 = node(fw::Op::BUFFER), sum0 = node(fw::Op::BUFFER), in1 = node(fw::Op::BUFFER),
+                 sum1 = node(fw::Op::BUFFER);
+  std::vector<fw::StepAccess> steps = {
+      {in0.get(), 0, {x1.get()}, true},               // 0: x1 copied to device 0
+      {sum0.get(), 1, {x0.get(), in0.get()}, false},  // 1: x0 + that
+      {in1.get(), 2, {x0.get()}, true},               // 2: x0 copied to device 1
+      {sum1.get(), 3, {in1.get(), x1.get()}, false},  // 3: that + x1
+  };
+  auto describe = [](size_t k) { return std::to_string(k); };
+  EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{0, 2, 1, 3}));
+  // Without copies, the lowest index first among the ready steps (dependencies still win).
+  for (fw::StepAccess& s : steps) s.copy = false;
+  EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{0, 1, 2, 3}));
+  steps[0].reads = {sum1.get()};  // step 0 now reads what step 3 writes
+  EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{2, 3, 0, 1}));
+}
+
 TEST(FrameworkOrdering, CopyBetweenDevicesOrdersKernelsOnBoth) {
   Tensor x = vec({1, 2, 3, 4});
   Tensor y = (x * 2).to("CPU:1") + 1;
