@@ -80,8 +80,8 @@ class CpuDevice final : public Device, private SignalPool::PageMapper {
 
   std::array<Allocation, 2> ring_memory_{};
   std::array<std::unique_ptr<CpuRing>, 2> rings_;
-  CpuSignalWake signal_wake_;  // before the workers, which use it
-  bool spare_core_ = false;    // fewer kernel threads (HCQ_CPU_THREADS) than cores: a waiter may poll
+  const CpuSignalWake& signal_wake_ = CpuSignalWake::shared();  // before the workers, which use it
+  bool spare_core_ = false;  // fewer kernel threads (HCQ_CPU_THREADS) than cores: a waiter may poll
   std::unique_ptr<CpuThreadPool> pool_;
   std::array<std::unique_ptr<CpuWorker>, 2> workers_;
   CpuCompiler compiler_;

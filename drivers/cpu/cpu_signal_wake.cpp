@@ -26,6 +26,11 @@ uint32_t* low_word(uint64_t* value) { return reinterpret_cast<uint32_t*>(value);
 // sleeper's, so the sleeper reads the new value and does not block; if the sleeper's comes first, the worker sees
 // it and wakes it (or the futex, finding the word changed, does not block). A read-modify-write rather than a fence:
 // ThreadSanitizer follows it.
+const CpuSignalWake& CpuSignalWake::shared() {
+  static const auto* wake = new CpuSignalWake;  // never destroyed: workers may still run while statics go
+  return *wake;
+}
+
 void CpuSignalWake::wake(uint64_t* value) const noexcept {
   if (sleepers_.fetch_add(0, std::memory_order_seq_cst) == 0) return;
   ::syscall(SYS_futex, low_word(value), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);

@@ -12,6 +12,10 @@ namespace hcq::cpu {
 
 class CpuSignalWake {
  public:
+  // The one every CPU device uses: a worker waiting for another CPU device's signal (a peer copy's join, a graph
+  // spanning devices) is woken by the worker that writes it, instead of seeing it a nap late (up to 500 us).
+  static const CpuSignalWake& shared();
+
   // A worker, right after storing a signal's value: wakes the threads sleeping on that signal, if any thread
   // sleeps (otherwise it costs one atomic read-modify-write, no system call).
   void wake(uint64_t* value) const noexcept;

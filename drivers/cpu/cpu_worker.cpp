@@ -25,10 +25,10 @@ namespace {
 constexpr auto kIdleSpin = std::chrono::microseconds(50);
 // WAIT and POLL_BIT spin this long, then poll with naps doubling up to kMaxNap. POLL_BIT's memory is written with a
 // plain store by the host or another device, with no wake-up to sleep on: its naps start short (kFirstNap). A WAIT's
-// signal, when this device's workers write it, ends the nap at once (CpuSignalWake), so its naps start long
-// (kFirstSignalNap): each nap that times out costs ~12 us of a core on a small VM, taken from whatever runs there (the
-// pool's helper, in the middle of a step's matmul), while the copy queue waits out a step for its loss. A signal the
-// host or another device writes is seen a nap late, as before, at most kMaxNap.
+// signal, when a CPU device's worker writes it, ends the nap at once (CpuSignalWake, one for all CPU devices), so its
+// naps start long (kFirstSignalNap): each nap that times out costs ~12 us of a core on a small VM, taken from
+// whatever runs there (the pool's helper, in the middle of a step's matmul), while the copy queue waits out a step for
+// its loss. A signal the host or a GPU writes is seen a nap late, at most kMaxNap.
 constexpr auto kWaitSpin = std::chrono::microseconds(50);
 constexpr auto kFirstNap = std::chrono::microseconds(5);
 constexpr auto kFirstSignalNap = std::chrono::microseconds(200);
