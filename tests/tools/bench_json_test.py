@@ -118,6 +118,15 @@ def check_framework_json(device, f):
     if "unavailable" not in m:  # the data-parallel step over the device and its peer, and on the device alone
         check(positive(m["dp_step_ms"]["devices"]) and positive(m["dp_step_ms"]["one"]),
               f"{device}: multi dp_step_ms {m.get('dp_step_ms')}")
+        # The bound is the exchange then the add, each measured alone: below both, and the ratios are what they say.
+        check(all(positive(m[k]) for k in ("allreduce_gbps", "exchange_gbps", "combine_gbps", "bound_gbps")),
+              f"{device}: multi {m}")
+        check(abs(1 / m["bound_gbps"] - 1 / m["exchange_gbps"] - 1 / m["combine_gbps"]) <= 1e-4 / m["bound_gbps"],
+              f"{device}: multi bound_gbps {m['bound_gbps']} is not 1 / (1/exchange + 1/combine)")
+        check(abs(m["of_bound"] - m["allreduce_gbps"] / m["bound_gbps"]) <= 1e-4 * m["of_bound"],
+              f"{device}: multi of_bound {m['of_bound']}")
+        check(abs(m["of_peer_copy"] - m["bus_gbps"] / m["peer_copy_gbps"]) <= 1e-4 * m["of_peer_copy"],
+              f"{device}: multi of_peer_copy {m['of_peer_copy']}")
     j = f["jit"]
     check(set(j) == JIT_KEYS, f"{device}: jit keys {sorted(j)}")
     # A replay's fixed cost and a kernel launched eagerly are positive; a replayed kernel's slope is a fit (noise may
@@ -150,7 +159,8 @@ def check_table(hcq, device, copy_target, absent):
                "jit eager_per_kernel_ns": "(yardstick)",
                # The allreduce over the device and its peer beside one peer copy; the forced algorithms' rows say
                # which one automatic chose.
-               "multi allreduce": ">= 80% copy", "multi peer_copy_gbps": "(yardstick)", "multi direct_gbps": "",
+               "multi allreduce_gbps": ">= 80% bound", "multi bound_gbps": "(exchange ",
+               "multi peer_copy_gbps": "(yardstick)", "multi direct_gbps": "",
                "multi ring_gbps": "", "multi dp_step_ms": "(same batch of 128)"}
     # The float32 1024^3 and 2048^3 products against half the faster library, bf16 against 30 % of oneDNN's; the
     # other shapes are beside the libraries without a target.

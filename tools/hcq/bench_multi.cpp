@@ -97,20 +97,27 @@ MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_ste
   check_devices_reach(devs);
   r.algorithm = "direct";  // what automatic picks over two devices (allreduce.cpp)
 
-  // The yardstick: one copy of the same bytes from the device to its peer.
-  Buffer src(dev, bytes), dst(*peer, bytes);
+  // The yardsticks: one copy of the same bytes from the device to its peer, and the two devices' copies to each
+  // other at once (the direct allreduce's exchange).
+  Buffer src(dev, bytes), dst(*peer, bytes), peer_src(*peer, bytes), back(dev, bytes);
   // Written first, as the allreduce's inputs are: a simulated GPU's memory costs more once its lines hold data.
   src.copyin(std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{1})));
-  std::vector<double> copy_s;
-  for (int k = 0; k <= runs; ++k) {
-    dev.synchronize();
-    peer->synchronize();
-    const auto t0 = Clock::now();
-    dst.copy_from(src);
-    peer->synchronize();
-    dev.synchronize();
-    if (k > 0) copy_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
+  peer_src.copyin(std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{2})));
+  auto time_copies = [&](bool both_ways) {
+    std::vector<double> secs;
+    for (int k = 0; k <= runs; ++k) {
+      dev.synchronize();
+      peer->synchronize();
+      const auto t0 = Clock::now();
+      dst.copy_from(src);
+      if (both_ways) back.copy_from(peer_src);
+      peer->synchronize();
+      dev.synchronize();
+      if (k > 0) secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return median(secs);
+  };
+  const double copy_s = time_copies(false), exchange_s = time_copies(true);
 
   std::vector<Tensor> in = {Tensor::ones({n}, dtypes::float32, devs[0]),
                             Tensor::full({n}, 2.0, dtypes::float32, devs[1])};
@@ -136,8 +143,28 @@ MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_ste
   };
   r.direct_gbps = time_allreduce(AllreduceAlgo::direct);
   r.ring_gbps = time_allreduce(AllreduceAlgo::ring);
+  // The direct allreduce's combine alone: each device adds two tensors of its own (its input and another, as the
+  // allreduce adds its input and the copy it received), both devices at once.
+  std::vector<Tensor> other = {Tensor::full({n}, 3.0, dtypes::float32, devs[0]),
+                               Tensor::full({n}, 4.0, dtypes::float32, devs[1])};
+  Tensor::realize(other);
+  std::vector<double> combine_s;
+  for (int k = 0; k <= runs; ++k) {
+    dev.synchronize();
+    peer->synchronize();
+    const auto t0 = Clock::now();
+    {
+      std::vector<Tensor> sums = {in[0] + other[0], in[1] + other[1]};
+      Tensor::realize(sums);
+      dev.synchronize();
+      peer->synchronize();
+    }
+    if (k > 0) combine_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
   const double b = static_cast<double>(bytes);
-  r.peer_copy_gbps = b / median(copy_s) / 1e9;
+  r.peer_copy_gbps = b / copy_s / 1e9;
+  r.exchange_gbps = b / exchange_s / 1e9;
+  r.combine_gbps = b / median(combine_s) / 1e9;
   r.allreduce_gbps = r.algorithm == "ring" ? r.ring_gbps : r.direct_gbps;
   r.bus_gbps = r.allreduce_gbps * 2.0 * (2 - 1) / 2;  // N = 2
   r.one_device_step_ms = dp_step_ms({devs[0]}, dp_steps);
