@@ -97,27 +97,20 @@ MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_ste
   check_devices_reach(devs);
   r.algorithm = "direct";  // what automatic picks over two devices (allreduce.cpp)
 
-  // The yardsticks: one copy of the same bytes from the device to its peer, and the two devices' copies to each
-  // other at once (the direct allreduce's exchange).
-  Buffer src(dev, bytes), dst(*peer, bytes), peer_src(*peer, bytes), back(dev, bytes);
+  // The yardstick: one copy of the same bytes from the device to its peer.
+  Buffer src(dev, bytes), dst(*peer, bytes);
   // Written first, as the allreduce's inputs are: a simulated GPU's memory costs more once its lines hold data.
   src.copyin(std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{1})));
-  peer_src.copyin(std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{2})));
-  auto time_copies = [&](bool both_ways) {
-    std::vector<double> secs;
-    for (int k = 0; k <= runs; ++k) {
-      dev.synchronize();
-      peer->synchronize();
-      const auto t0 = Clock::now();
-      dst.copy_from(src);
-      if (both_ways) back.copy_from(peer_src);
-      peer->synchronize();
-      dev.synchronize();
-      if (k > 0) secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return median(secs);
-  };
-  const double copy_s = time_copies(false), exchange_s = time_copies(true);
+  std::vector<double> copy_s;
+  for (int k = 0; k <= runs; ++k) {
+    dev.synchronize();
+    peer->synchronize();
+    const auto t0 = Clock::now();
+    dst.copy_from(src);
+    peer->synchronize();
+    dev.synchronize();
+    if (k > 0) copy_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
 
   std::vector<Tensor> in = {Tensor::ones({n}, dtypes::float32, devs[0]),
                             Tensor::full({n}, 2.0, dtypes::float32, devs[1])};
@@ -143,27 +136,32 @@ MultiBenchResult measure_multi(Device& dev, uint64_t bytes, int runs, int dp_ste
   };
   r.direct_gbps = time_allreduce(AllreduceAlgo::direct);
   r.ring_gbps = time_allreduce(AllreduceAlgo::ring);
-  // The direct allreduce's combine alone: each device adds two tensors of its own (its input and another, as the
-  // allreduce adds its input and the copy it received), both devices at once.
-  std::vector<Tensor> other = {Tensor::full({n}, 3.0, dtypes::float32, devs[0]),
-                               Tensor::full({n}, 4.0, dtypes::float32, devs[1])};
-  Tensor::realize(other);
-  std::vector<double> combine_s;
+  // The direct allreduce's two steps, each alone, both devices waited for after each: the exchange (each device's
+  // tensor copied to the other, both at once), then the combine (each device adds the tensor it received to its
+  // own: data a copy engine just wrote, as in the allreduce).
+  std::vector<double> exchange_s, combine_s;
   for (int k = 0; k <= runs; ++k) {
     dev.synchronize();
     peer->synchronize();
     const auto t0 = Clock::now();
+    std::vector<Tensor> received = {in[1].to(devs[0]), in[0].to(devs[1])};
+    Tensor::realize(received);
+    dev.synchronize();
+    peer->synchronize();
+    const auto t1 = Clock::now();
     {
-      std::vector<Tensor> sums = {in[0] + other[0], in[1] + other[1]};
+      std::vector<Tensor> sums = {in[0] + received[0], received[1] + in[1]};
       Tensor::realize(sums);
       dev.synchronize();
       peer->synchronize();
     }
-    if (k > 0) combine_s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    if (k == 0) continue;
+    exchange_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    combine_s.push_back(std::chrono::duration<double>(Clock::now() - t1).count());
   }
   const double b = static_cast<double>(bytes);
-  r.peer_copy_gbps = b / copy_s / 1e9;
-  r.exchange_gbps = b / exchange_s / 1e9;
+  r.peer_copy_gbps = b / median(copy_s) / 1e9;
+  r.exchange_gbps = b / median(exchange_s) / 1e9;
   r.combine_gbps = b / median(combine_s) / 1e9;
   r.allreduce_gbps = r.algorithm == "ring" ? r.ring_gbps : r.direct_gbps;
   r.bus_gbps = r.allreduce_gbps * 2.0 * (2 - 1) / 2;  // N = 2

@@ -7,8 +7,10 @@
 //   peer_copy_gbps   bytes / time of one copy from the device to its peer, waited for
 //   of_peer_copy     bus_gbps / peer_copy_gbps: an allreduce moves 2(N-1)/N of the tensor into each device, so with
 //                    copies no faster than one peer copy, and combining free, that is its bound
-//   exchange_gbps    bytes / time of the two devices' copies to each other at once (Buffer::copy_from both ways)
-//   combine_gbps     bytes / time of the two devices' elementwise sums of two tensors of `bytes` at once
+//   exchange_gbps    bytes / time of the allreduce's first step alone: each device's tensor copied to the other
+//                    (Tensor::to), both at once, both devices waited for
+//   combine_gbps     bytes / time of its second step alone, right after: each device adds what it received to its
+//                    own tensor, both at once
 //   bound_gbps       the direct algorithm's bound on this machine: it exchanges the tensors, then each device adds
 //                    (the add needs the whole copy, and a device runs its copies and kernels in its timeline's
 //                    order), so its time is at least exchange + combine: 1 / (1/exchange + 1/combine)
