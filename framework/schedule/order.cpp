@@ -35,10 +35,15 @@ std::vector<size_t> order_steps(const std::vector<StepAccess>& steps,
           for (size_t a : it->second) edge(k, a);
     }
   }
-  // (kernel?, index): copies sort first.
+  // A step that reads what a copy wrote waits for another device's engine: (reads a copy?, index), so it goes after
+  // the other ready steps.
+  std::vector<bool> reads_copy(n, false);
+  for (size_t k = 0; k < n; ++k)
+    for (const NodeData* r : steps[k].reads)
+      if (auto it = writer.find(r); it != writer.end() && steps[it->second].copy) reads_copy[k] = true;
   using Key = std::pair<bool, size_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
-  auto make_ready = [&](size_t k) { ready.push({!steps[k].copy, k}); };
+  auto make_ready = [&](size_t k) { ready.push({reads_copy[k], k}); };
   for (size_t k = 0; k < n; ++k)
     if (indegree[k] == 0) make_ready(k);
   std::vector<size_t> order;

@@ -16,12 +16,13 @@ struct StepAccess {
   const NodeData* writes;
   uint32_t write_slot;
   std::vector<const NodeData*> reads;
-  bool copy = false;  // a copy between devices (or buffers), run by a copy engine
+  bool copy = false;  // a copy (between devices, or buffers), run by a copy engine
 };
 
-// A topological order (among the ready steps the copies first, then the lowest index, so it is deterministic: a copy
-// started early overlaps the kernels after it, and copies between devices in both directions are in flight at once,
-// e.g. an allreduce's exchange, instead of each device's copy waiting behind the other's combine): a read of a realized
+// A topological order (among the ready steps the lowest index first, so it is deterministic, except that a step
+// reading what a copy wrote goes after the others: it waits for another device, and on its device's timeline it would
+// hold up what comes after it. An allreduce lists copy into 0, add on 0, copy into 1, add on 1; in that order device
+// 0's copy out would wait behind its add, which waits for device 1's copy): a read of a realized
 // node after the step that writes it (RAW); a read of a parameter's old value before every assign that overwrites
 // that parameter (WAR); the outer of two chained assigns after the inner (WAW). A cycle is an InvalidArgument that
 // names each step left, with `describe(k)`.

@@ -93,10 +93,11 @@ namespace hcq {
 namespace {
 
 // A graph across two devices: a kernel on CPU:0, a device copy to CPU:1, a kernel there, in one realize.
-// Among the steps ready at once the copies go first. An allreduce over two devices lists its steps per device:
-// copy into 0, add on 0, copy into 1, add on 1. Run in that order, each device's copy out would queue behind its add;
-// copies first, both directions are in flight at once (the runtime orders them by the bytes they touch).
-TEST(FrameworkOrdering, ReadyCopiesRunBeforeReadyKernels) {
+// Among the steps ready at once, one that reads what a copy wrote goes after the others. An allreduce over two
+// devices lists its steps per device: copy into 0, add on 0, copy into 1, add on 1. In that order device 0's copy out
+// would queue behind its add, which waits for device 1's copy; this way both directions are in flight at once (the
+// runtime orders copies by the bytes they touch) and both adds come after them.
+TEST(FrameworkOrdering, StepsReadingACopyGoAfterTheOtherReadySteps) {
   auto node = [](fw::Op op) {
     auto n = std::make_shared<fw::NodeData>();
     n->op = op;
@@ -118,6 +119,9 @@ TEST(FrameworkOrdering, ReadyCopiesRunBeforeReadyKernels) {
   EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{0, 1, 2, 3}));
   steps[0].reads = {sum1.get()};  // step 0 now reads what step 3 writes
   EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{2, 3, 0, 1}));
+  // A copy keeps its place among kernels that do not read a copy: here the kernel before it stays before it.
+  steps = {{sum0.get(), 0, {x0.get()}, false}, {in1.get(), 1, {x0.get()}, true}, {sum1.get(), 2, {x1.get()}, false}};
+  EXPECT_EQ(fw::order_steps(steps, describe), (std::vector<size_t>{0, 1, 2}));
 }
 
 TEST(FrameworkOrdering, CopyBetweenDevicesOrdersKernelsOnBoth) {
