@@ -1,6 +1,7 @@
 // Conformance: two devices of one kind. A queue on one waits a signal a queue on the other writes; copies into
 // memory of the peer mapped at the same VA; Buffer::copy_from across devices.
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -168,6 +169,26 @@ class PeerCopyOrder : public ConformanceMultiDevice {
     g.copy_from(z);
   }
   void open_gate() { gate_->set_value(1); }
+  // Opens the gate from another thread after kBlockedWait: join the thread it returns.
+  std::thread open_gate_soon() {
+    return std::thread([this] {
+      std::this_thread::sleep_for(kBlockedWait);
+      open_gate();
+    });
+  }
+  // A copy of `theirs_` from the peer into `b0` (on this device) that the peer drives, held up behind the gate.
+  Completion held_up_copy_into(Buffer& b0) {
+    held_.push_back(std::make_unique<Buffer>(peer(), kN * 4));
+    Buffer& a1 = *held_.back();
+    held_.push_back(std::make_unique<Buffer>(peer(), kN * 4));
+    Buffer& z1 = *held_.back();
+    held_.push_back(std::make_unique<Buffer>(*gate_dev_, kN * 4));
+    Buffer& g = *held_.back();
+    a1.copyin(std::span<const uint32_t>(theirs_));
+    peer().synchronize();
+    hold_up_the_peer(z1, g);
+    return b0.copy_from(a1);
+  }
   std::vector<uint32_t> read(const Buffer& b) {
     std::vector<uint32_t> got(kN);
     b.copyout(std::span<uint32_t>(got));
@@ -176,6 +197,7 @@ class PeerCopyOrder : public ConformanceMultiDevice {
 
   Device* gate_dev_ = nullptr;
   OwnedSignal gate_{0, "gate"};
+  std::vector<std::unique_ptr<Buffer>> held_;  // held_up_copy_into's buffers, kept until the test ends
   std::vector<uint32_t> mine_ = std::vector<uint32_t>(kN), theirs_ = std::vector<uint32_t>(kN);
 };
 
@@ -204,21 +226,14 @@ TEST_P(PeerCopyOrder, CopiesBetweenTwoDevicesDoNotWaitForEachOther) {
 // A copy into this device that another device drives, still pending: this device's next submission waits for it,
 // a host read of its destination waits for it, and so does synchronize().
 TEST_P(PeerCopyOrder, WorkOnTheDestinationWaitsForAPendingCopy) {
-  Buffer a1(peer(), kN * 4), z1(peer(), kN * 4), b0(dev(), kN * 4);
-  Buffer g(*gate_dev_, kN * 4);
-  a1.copyin(std::span<const uint32_t>(theirs_));
-  peer().synchronize();
-  hold_up_the_peer(z1, g);
-  const Completion copied = b0.copy_from(a1);
+  Buffer b0(dev(), kN * 4);
+  const Completion copied = held_up_copy_into(b0);
   auto q = dev().compute_queue();
   const Completion next = dev().submit(*q, [](HWQueue&) {});
   EXPECT_THROW(dev().wait_signal(dev().timeline_signal(), next.value(), kBlockedWait), TimeoutError)
       << dev().name() << "'s next submission ran before the copy into its memory";
   EXPECT_FALSE(copied.done());
-  std::thread opener([this] {
-    std::this_thread::sleep_for(kBlockedWait);
-    open_gate();
-  });
+  std::thread opener = open_gate_soon();
   dev().synchronize();
   EXPECT_TRUE(copied.done()) << "synchronize() returned before the copy into " << dev().name() << "'s memory";
   opener.join();
@@ -227,16 +242,9 @@ TEST_P(PeerCopyOrder, WorkOnTheDestinationWaitsForAPendingCopy) {
 
 // The same, read by the host at once (Buffer::copyout), before any other submission on this device.
 TEST_P(PeerCopyOrder, AHostReadWaitsForAPendingCopy) {
-  Buffer a1(peer(), kN * 4), z1(peer(), kN * 4), b0(dev(), kN * 4);
-  Buffer g(*gate_dev_, kN * 4);
-  a1.copyin(std::span<const uint32_t>(theirs_));
-  peer().synchronize();
-  hold_up_the_peer(z1, g);
-  b0.copy_from(a1);
-  std::thread opener([this] {
-    std::this_thread::sleep_for(kBlockedWait);
-    open_gate();
-  });
+  Buffer b0(dev(), kN * 4);
+  held_up_copy_into(b0);
+  std::thread opener = open_gate_soon();
   EXPECT_EQ(read(b0), theirs_);
   opener.join();
 }
