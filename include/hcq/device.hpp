@@ -151,6 +151,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // that says which of the device's memory it reads (submit_touching) and misses the pending copy's bytes.
   // synchronize() waits for pending joins too; timeline values alone (last_submission(), timeline_value()) do not
   // include them.
+  //
   // What a peer copy touching `r` (memory of this device) must wait for: the last submission here that may touch it
   // (anything but a peer copy that said it reads other bytes) and the pending joins of copies that touch it.
   std::vector<Wait> waits_touching(MemRange r) HCQ_EXCLUDES(submit_mu_);
