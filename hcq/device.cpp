@@ -99,10 +99,7 @@ Device::TimelineSlot Device::reserve_peer_copy(MemRange reads) {
   submit_mu_.lock();  // released by the slot: commit() or its destructor
   TimelineSlot slot(*this, timeline_value_.load(std::memory_order_relaxed));
   slot.peer_reads_ = reads;
-  for (const PendingJoin& j : pending_joins_) {
-    if (!j.range.overlaps(reads)) continue;
-    if (std::optional<Wait> w = j.wait()) slot.joins_.push_back(*w);
-  }
+  pending_waits_locked(reads, slot.joins_);
   return slot;
 }
 
@@ -133,11 +130,25 @@ std::vector<Device::Wait> Device::waits_touching(MemRange r) {
   for (const PeerCopy& p : peer_copies_)
     if (p.reads.overlaps(r)) own = std::max(own, p.value);
   if (own != 0) waits.push_back({&timeline_signal(), own});
+  pending_waits_locked(r, waits);
+  return waits;
+}
+
+void Device::pending_waits_locked(MemRange r, std::vector<Wait>& out) const {
   for (const PendingJoin& j : pending_joins_) {
     if (!j.range.overlaps(r)) continue;
-    if (std::optional<Wait> w = j.wait()) waits.push_back(*w);
+    if (std::optional<Wait> w = j.wait()) out.push_back(*w);
   }
-  return waits;
+}
+
+void Device::wait_for_copies_into(MemRange r) {
+  std::vector<Wait> waits;
+  {
+    MutexLock lock(submit_mu_);
+    if (pending_joins_.empty()) return;  // the common case: nothing to collect, nothing allocated
+    pending_waits_locked(r, waits);
+  }
+  for (const Wait& w : waits) wait_signal(*w.signal, w.value);
 }
 
 void Device::defer_join(const Completion& copied, MemRange r) {

@@ -41,10 +41,10 @@ void check_range(const Device& dev, const Allocation& a, uint64_t offset, uint64
   }
 }
 
-// A copy on dev's copy queue, on its timeline; returns the timeline value that marks it done.
-uint64_t submit_copy(Device& dev, uint64_t dst, uint64_t src, uint64_t size) {
+// A copy on dev's copy queue, on its timeline.
+Completion submit_copy(Device& dev, uint64_t dst, uint64_t src, uint64_t size) {
   auto queue = dev.copy_queue();
-  return dev.submit(*queue, [&](HWQueue& q) { q.copy(dst, src, size); }).value();
+  return dev.submit(*queue, [&](HWQueue& q) { q.copy(dst, src, size); });
 }
 
 }  // namespace
@@ -114,7 +114,7 @@ void HCQAllocator::copyin(const Allocation& dst, uint64_t offset, std::span<cons
     Staging& s = staging_at(next_);
     next_ = (next_ + 1) % opts_.staging_count;
     std::memcpy(s.mem.host_ptr(), src.data() + done, n);
-    stamp(s, submit_copy(dev_, dst.va + offset + done, s.mem.va, n));
+    stamp(s, submit_copy(dev_, dst.va + offset + done, s.mem.va, n).value());
     done += n;
   }
 }
@@ -127,8 +127,7 @@ void HCQAllocator::copyout(std::span<std::byte> dst, const Allocation& src, uint
     // step: this saves a hop through the copy queue's worker (its wake-up, then the host's) per read.
     // And after a peer copy into these bytes that another device drives (Device::defer_join).
     dev_.wait_signal(dev_.timeline_signal(), dev_.timeline_value() - 1);
-    for (const Device::Wait& w : dev_.waits_touching({src.va + offset, dst.size()}))
-      dev_.wait_signal(*w.signal, w.value);
+    dev_.wait_for_copies_into({src.va + offset, dst.size()});
     std::memcpy(dst.data(), static_cast<const std::byte*>(src.host_ptr()) + offset, dst.size());
     return;
   }
@@ -145,7 +144,7 @@ void HCQAllocator::copyout(std::span<std::byte> dst, const Allocation& src, uint
   for (uint64_t done = 0; done < nchunks; ++done) {
     for (; issued < nchunks && issued < done + opts_.staging_count; ++issued) {
       Staging& s = staging_at(slot(issued));
-      stamp(s, submit_copy(dev_, s.mem.va, src.va + offset + issued * chunk, chunk_bytes(issued)));
+      stamp(s, submit_copy(dev_, s.mem.va, src.va + offset + issued * chunk, chunk_bytes(issued)).value());
     }
     Staging& s = staging_[slot(done)];
     dev_.wait_signal(dev_.timeline_signal(), s.stamp);
@@ -163,10 +162,7 @@ Completion HCQAllocator::transfer(const Allocation& dst, uint64_t dst_off, const
   Device& dst_dev = dst.device != nullptr ? *dst.device : dev_;
   std::lock_guard lock(mu_);
 
-  if (&src_dev == &dst_dev) {
-    auto copy = src_dev.copy_queue();
-    return src_dev.submit(*copy, [&](HWQueue& q) { q.copy(dst.va + dst_off, src.va + src_off, size); });
-  }
+  if (&src_dev == &dst_dev) return submit_copy(src_dev, dst.va + dst_off, src.va + src_off, size);
   // Across devices the copy is ordered by the bytes it touches (Device::defer_join): it waits for what may touch
   // them on the other device, not for everything there, and that device's later work waits for it from its next
   // submission on. So two devices' copies to each other run at once.

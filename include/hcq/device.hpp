@@ -162,6 +162,8 @@ class Device : public std::enable_shared_from_this<Device> {
   // for the pending joins that touch `reads`, and a later peer copy into other bytes here need not wait for it.
   template <class Build>
   Completion submit_touching(HWQueue& queue, MemRange reads, Build&& build);
+  // From the host: waits for the pending copies into `r` (a read of this device's memory in place).
+  void wait_for_copies_into(MemRange r) HCQ_EXCLUDES(submit_mu_);
 
   const Signal& timeline_signal() const { return timeline_.get(); }
   // The next value to signal. A snapshot when another thread may be submitting.
@@ -253,6 +255,8 @@ class Device : public std::enable_shared_from_this<Device> {
   // Puts every pending join on the timeline: a compute-queue submission that waits for them.
   void flush_joins_locked() HCQ_REQUIRES(submit_mu_);
   void forget_peer_copies_locked() HCQ_REQUIRES(submit_mu_);
+  // Appends the waits for the pending joins that touch `r`.
+  void pending_waits_locked(MemRange r, std::vector<Wait>& out) const HCQ_REQUIRES(submit_mu_);
   friend class Completion;
   uint64_t epoch() const { return timeline_epoch_.load(std::memory_order_acquire); }
   std::string name_;
